@@ -1,0 +1,35 @@
+# The two commands of the README: `make train` (main job) and `make test` (test suite).
+# Both create and fill the virtual environment .venv idempotently first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+CONSTRAINTS := config/constraints-test.txt
+STAMP := $(VENV)/.installed-$(shell cat setup.py extension.toml $(CONSTRAINTS) 2>/dev/null | sha1sum | cut -c1-12)
+
+.PHONY: setup train test test-slow benchmark clean
+
+setup: $(STAMP)
+
+$(STAMP):
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# CPU torch first (a wheel on this machine's disk), so nothing else pulls a CUDA build.
+	$(PY) -m pip install --quiet -c $(CONSTRAINTS) torch
+	$(PY) -m pip install --quiet -c $(CONSTRAINTS) -e ".[test]"
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+train: setup
+	$(PY) scripts/train.py $(ARGS)
+
+test: setup
+	$(PY) -m pytest -q tests $(ARGS)
+
+test-slow: setup
+	$(PY) -m pytest -q -m slow tests $(ARGS)
+
+benchmark: setup
+	$(PY) scripts/benchmark_sim.py $(ARGS)
+
+clean:
+	rm -rf $(VENV) build *.egg-info
