@@ -1,0 +1,156 @@
+"""Training configuration as dataclasses, mirroring Isaac Lab's rsl_rl runner configs (``RslRlOnPolicyRunnerCfg``).
+
+The runner configs have the same field names as Isaac Lab's (``seed, device, num_steps_per_env, max_iterations,
+obs_groups, clip_actions, check_for_nan, save_interval, experiment_name, run_name, logger, neptune_project,
+wandb_project, resume, load_run, load_checkpoint, actor, critic, algorithm``); ``to_dict()`` gives the nested plain
+dict that the runners take (``Runner(env, cfg.to_dict(), log_dir, device)``). ``algorithm.class_name`` selects the
+learner: ``"SHAC"`` (this package) or ``"PPO"`` (rsl_rl), see :func:`diffloco_ext.learning.runner.make_runner`.
+
+SHAC defaults are those of the original SHAC (DiffRL, Ant): horizon 32, actor/critic lr 2e-3 with Adam
+β = (0.7, 0.95) and linear decay, λ = 0.95, γ = 0.99, 16 critic epochs × 4 minibatches, target α = 0.2,
+grad-norm clip 1.0; the actor is paper A's traced policy (MLP [128, 64, 32] ELU + LayerNorm, normaliser, tanh,
+initial log-std −1), the critic DiffRL's [64, 64] ELU (+ LayerNorm).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+_MODELS = "diffloco_ext.learning.models"
+
+
+def _to_dict(obj) -> dict:
+    return dataclasses.asdict(obj)
+
+
+@dataclass
+class DistributionCfg:
+    """rsl_rl ``GaussianDistribution`` arguments (``init_std`` in scalar space even for ``std_type="log"``)."""
+
+    class_name: str = "GaussianDistribution"
+    init_std: float = 1.0
+    std_type: str = "scalar"
+
+
+@dataclass
+class SquashedGaussianDistributionCfg(DistributionCfg):
+    """tanh-squashed, reparameterised Gaussian; default initial log-std −1 (paper A)."""
+
+    class_name: str = f"{_MODELS}:SquashedGaussianDistribution"
+    init_std: float = math.exp(-1.0)
+    std_type: str = "log"
+
+
+@dataclass
+class MLPModelCfg:
+    """rsl_rl ``MLPModel`` arguments."""
+
+    class_name: str = "MLPModel"
+    hidden_dims: list[int] = field(default_factory=lambda: [256, 256, 256])
+    activation: str = "elu"
+    obs_normalization: bool = True
+    distribution_cfg: DistributionCfg | None = None
+
+
+@dataclass
+class LayerNormMLPModelCfg(MLPModelCfg):
+    """:class:`~diffloco_ext.learning.models.LayerNormMLPModel` arguments (paper A's actor by default)."""
+
+    class_name: str = f"{_MODELS}:LayerNormMLPModel"
+    hidden_dims: list[int] = field(default_factory=lambda: [128, 64, 32])
+    layer_norm: bool = True
+
+
+@dataclass
+class SHACAlgorithmCfg:
+    """Arguments of :class:`diffloco_ext.learning.shac.SHAC` (DiffRL Ant defaults)."""
+
+    class_name: str = "SHAC"
+    actor_learning_rate: float = 2e-3
+    critic_learning_rate: float = 2e-3
+    schedule: str = "linear"
+    """``"linear"``: both learning rates decay linearly to ``min_learning_rate`` over ``max_iterations``;
+    ``"constant"``."""
+    min_learning_rate: float = 1e-5
+    betas: tuple[float, float] = (0.7, 0.95)
+    gamma: float = 0.99
+    lam: float = 0.95
+    num_critic_epochs: int = 16
+    num_critic_mini_batches: int = 4
+    target_critic_alpha: float = 0.2
+    """Polyak factor: ``target ← α·target + (1 − α)·critic`` after each critic update."""
+    max_grad_norm: float = 1.0
+
+
+@dataclass
+class PPOAlgorithmCfg:
+    """rsl_rl ``PPO`` arguments (Isaac Lab's ``RslRlPpoAlgorithmCfg`` fields and defaults for locomotion)."""
+
+    class_name: str = "PPO"
+    num_learning_epochs: int = 5
+    num_mini_batches: int = 4
+    learning_rate: float = 1e-3
+    schedule: str = "adaptive"
+    gamma: float = 0.99
+    lam: float = 0.95
+    entropy_coef: float = 0.005
+    desired_kl: float = 0.01
+    max_grad_norm: float = 1.0
+    value_loss_coef: float = 1.0
+    use_clipped_value_loss: bool = True
+    clip_param: float = 0.2
+    normalize_advantage_per_mini_batch: bool = False
+
+
+@dataclass
+class RunnerCfg:
+    """Fields shared by all runner configs (Isaac Lab's ``RslRlBaseRunnerCfg``)."""
+
+    seed: int = 42
+    device: str = "cpu"
+    num_steps_per_env: int = 32
+    """Steps per env per iteration; for SHAC the short horizon h."""
+    max_iterations: int = 500
+    obs_groups: dict[str, list[str]] = field(default_factory=lambda: {"actor": ["policy"], "critic": ["policy"]})
+    clip_actions: float | None = None
+    check_for_nan: bool = True
+    save_interval: int = 50
+    experiment_name: str = "diffloco"
+    run_name: str = ""
+    logger: str = "tensorboard"
+    neptune_project: str = "diffloco"
+    wandb_project: str = "diffloco"
+    resume: bool = False
+    load_run: str = ".*"
+    load_checkpoint: str = "model_.*.pt"
+
+    def to_dict(self) -> dict:
+        """Nested plain dict for the runner (dataclasses converted recursively)."""
+        return _to_dict(self)
+
+
+@dataclass
+class SHACRunnerCfg(RunnerCfg):
+    """Config of :class:`diffloco_ext.learning.runner.SHACRunner`."""
+
+    class_name: str = "SHACRunner"
+    actor: MLPModelCfg = field(
+        default_factory=lambda: LayerNormMLPModelCfg(distribution_cfg=SquashedGaussianDistributionCfg())
+    )
+    critic: MLPModelCfg = field(default_factory=lambda: LayerNormMLPModelCfg(hidden_dims=[64, 64]))
+    algorithm: SHACAlgorithmCfg = field(default_factory=SHACAlgorithmCfg)
+
+
+@dataclass
+class PPORunnerCfg(RunnerCfg):
+    """Config of rsl_rl's ``OnPolicyRunner`` with PPO (see :func:`diffloco_ext.learning.runner.make_runner`)."""
+
+    class_name: str = "OnPolicyRunner"
+    num_steps_per_env: int = 24
+    actor: MLPModelCfg = field(
+        default_factory=lambda: MLPModelCfg(hidden_dims=[128, 64, 32], distribution_cfg=DistributionCfg())
+    )
+    critic: MLPModelCfg = field(default_factory=lambda: MLPModelCfg(hidden_dims=[128, 64, 32]))
+    algorithm: PPOAlgorithmCfg = field(default_factory=PPOAlgorithmCfg)

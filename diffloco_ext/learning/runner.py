@@ -1,0 +1,227 @@
+"""Runners: :class:`SHACRunner` (shape of rsl_rl's ``OnPolicyRunner``) and :func:`make_runner` choosing SHAC or PPO.
+
+``SHACRunner(env, train_cfg, log_dir, device)`` owns the loop; :class:`~diffloco_ext.learning.shac.SHAC` owns the
+update. Per iteration: detach the env state (cut the graph of the previous horizon), roll out
+``num_steps_per_env`` steps with gradients, update, log (rsl_rl's logger: reward, episode length, losses, FPS, ETA
+plus the SHAC scalars), save every ``save_interval`` iterations.
+
+Iteration counting: ``current_learning_iteration`` is the number of completed iterations; checkpoint
+``model_<n>.pt`` holds the state after n iterations and a runner loaded from it continues with iteration n.
+Checkpoints hold actor, critic, target critic (with their observation normalisers), both optimisers, the
+iteration, skip counters, the torch RNG state and, if the env has ``state_dict()``, the env state.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import torch
+from rsl_rl.runners import OnPolicyRunner
+from rsl_rl.utils import check_nan, resolve_callable
+
+import diffloco_ext
+from diffloco_ext.learning.checkpoint import non_finite_entries, save_atomic
+from diffloco_ext.learning.distributed import configure_distributed
+from diffloco_ext.learning.env import is_differentiable_env
+from diffloco_ext.learning.export import export_policy_as_jit, export_policy_as_onnx
+from diffloco_ext.learning.logger import TrainingLogger
+from diffloco_ext.learning.shac import SHAC
+
+
+def resolve_algorithm(class_name) -> type:
+    """``"SHAC"`` → :class:`SHAC`; anything else through rsl_rl's ``resolve_callable`` (e.g. ``"PPO"``)."""
+    if class_name in ("SHAC", SHAC):
+        return SHAC
+    return resolve_callable(class_name)
+
+
+class SHACRunner:
+    """Training loop for SHAC on a :class:`~diffloco_ext.learning.env.DiffVecEnv`.
+
+    Args:
+        env: differentiable vectorised env.
+        train_cfg: ``SHACRunnerCfg().to_dict()`` or an equivalent dict.
+        log_dir: TensorBoard/checkpoint directory; None disables logging, printing and saving during ``learn``.
+        device: torch device of the learner (``"cpu"``, ``"cuda:0"``...).
+    """
+
+    def __init__(self, env, train_cfg: dict, log_dir: str | None = None, device: str = "cpu") -> None:
+        if not is_differentiable_env(env):
+            raise TypeError("SHACRunner needs a differentiable env (DiffVecEnv: step with gradients + detach_state).")
+        self.env = env
+        self.cfg = train_cfg
+        self.device = device
+        self.cfg["multi_gpu"] = configure_distributed(device)
+        self.is_distributed = self.cfg["multi_gpu"] is not None
+        self.gpu_world_size = self.cfg["multi_gpu"]["world_size"] if self.is_distributed else 1
+        self.gpu_global_rank = self.cfg["multi_gpu"]["global_rank"] if self.is_distributed else 0
+
+        obs = self.env.get_observations().to(self.device)
+        alg_class = resolve_algorithm(self.cfg["algorithm"]["class_name"])
+        self.alg: SHAC = alg_class.construct_algorithm(obs, self.env, self.cfg, self.device)
+
+        self.logger = TrainingLogger(
+            log_dir=log_dir,
+            cfg=self.cfg,
+            env_cfg=getattr(self.env, "cfg", {}),
+            num_envs=self.env.num_envs,
+            is_distributed=self.is_distributed,
+            gpu_world_size=self.gpu_world_size,
+            gpu_global_rank=self.gpu_global_rank,
+            device=self.device,
+        )
+        self.logger.git_status_repos.append(diffloco_ext.__file__)
+        self.current_learning_iteration = 0
+        #: Loss dict of the last completed iteration (see :meth:`SHAC.update`).
+        self.last_loss_dict: dict[str, float] = {}
+
+    def learn(self, num_learning_iterations: int, init_at_random_ep_len: bool = False) -> None:
+        """Run ``num_learning_iterations`` SHAC iterations (continuing from ``current_learning_iteration``)."""
+        if init_at_random_ep_len:
+            self.env.episode_length_buf = torch.randint_like(
+                self.env.episode_length_buf, high=int(self.env.max_episode_length)
+            )
+        self.alg.train_mode()
+        if self.is_distributed:
+            self.alg.broadcast_parameters()
+        self.logger.init_logging_writer()
+        horizon = int(self.cfg["num_steps_per_env"])
+        check = self.cfg.get("check_for_nan", True)
+
+        start_it = self.current_learning_iteration
+        total_it = start_it + num_learning_iterations
+        for it in range(start_it, total_it):
+            start = time.time()
+            self.alg.set_learning_rates(it)
+            self.env.detach_state()
+            obs = self.env.get_observations().to(self.device)
+            for _ in range(horizon):
+                actions = self.alg.act(obs)
+                obs, rewards, dones, extras = self.env.step(actions.to(self.env.device))
+                if check:
+                    check_nan(obs.detach(), rewards.detach(), dones)
+                obs, rewards, dones = obs.to(self.device), rewards.to(self.device), dones.to(self.device)
+                self.alg.process_env_step(obs, rewards, dones, extras)
+                self.logger.process_env_step(rewards.detach(), dones, extras)
+            self.alg.compute_returns(obs)
+            stop = time.time()
+            collect_time, start = stop - start, stop
+
+            loss_dict = self.alg.update()
+            learn_time = time.time() - start
+            self.current_learning_iteration = it + 1
+            self.last_loss_dict = loss_dict
+
+            self.logger.log(
+                it=it,
+                start_it=start_it,
+                total_it=total_it,
+                collect_time=collect_time,
+                learn_time=learn_time,
+                loss_dict={"actor": loss_dict["actor"], "critic": loss_dict["critic"]},
+                learning_rate=self.alg.learning_rate,
+                action_std=self._action_std(),
+                rnd_weight=None,
+                extra_scalars={
+                    "Policy/actor_grad_norm": loss_dict["actor_grad_norm"],
+                    "Value/estimate": loss_dict["value_estimate"],
+                    "Value/target": loss_dict["value_target"],
+                    "Loss/critic_learning_rate": self.alg.critic_learning_rate,
+                    "Train/skipped_actor_updates": self.alg.skipped_actor_updates,
+                    "Train/skipped_critic_updates": self.alg.skipped_critic_updates,
+                },
+            )
+            if self.logger.writer is not None and self.current_learning_iteration % self.cfg["save_interval"] == 0:
+                self.save(os.path.join(self.logger.log_dir, f"model_{self.current_learning_iteration}.pt"))
+
+        if self.logger.writer is not None:
+            self.save(os.path.join(self.logger.log_dir, f"model_{self.current_learning_iteration}.pt"))
+            self.logger.stop_logging_writer()
+
+    def _action_std(self) -> torch.Tensor:
+        dist = getattr(self.alg.actor, "distribution", None)
+        if dist is None or dist._distribution is None:
+            return torch.zeros(1)
+        return dist.std.detach()
+
+    # ---- checkpoints --------------------------------------------------------------------------------------------
+    def save(self, path: str, infos: dict | None = None) -> None:
+        """Write a checkpoint atomically. Raises ``RuntimeError`` (writing nothing) if a model holds NaN/inf."""
+        saved = self.alg.save()
+        bad = non_finite_entries({k: v for k, v in saved.items() if k.endswith("_state_dict") and "optimizer" not in k})
+        if bad:
+            raise RuntimeError(f"Refusing to write checkpoint '{path}': non-finite values in {bad[:5]}.")
+        saved["iter"] = self.current_learning_iteration
+        saved["infos"] = infos
+        saved["rng_state"] = {
+            "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+        }
+        if callable(getattr(self.env, "state_dict", None)):
+            saved["env_state"] = self.env.state_dict()
+            saved["num_envs"] = self.env.num_envs
+        save_atomic(saved, path)
+        self.logger.save_model(path, self.current_learning_iteration)
+
+    def load(self, path: str, load_cfg: dict | None = None, strict: bool = True, map_location: str | None = None) -> dict:
+        """Load a checkpoint.
+
+        ``load_cfg`` (None = everything) selects ``actor, critic, optimizer, iteration`` as in rsl_rl, plus ``rng``
+        (torch RNG state) and ``env`` (env state; restored only if the env has ``load_state_dict`` and the same
+        ``num_envs``). Returns the ``infos`` stored with the checkpoint.
+        """
+        loaded = torch.load(path, weights_only=False, map_location=map_location)
+        if self.alg.load(loaded, load_cfg, strict):
+            self.current_learning_iteration = int(loaded["iter"])
+        want = (lambda key: True) if load_cfg is None else (lambda key: bool(load_cfg.get(key)))
+        rng = loaded.get("rng_state")
+        if want("rng") and rng is not None:
+            torch.set_rng_state(rng["torch"])
+            if rng.get("cuda") is not None and torch.cuda.is_available() and len(rng["cuda"]) == torch.cuda.device_count():
+                torch.cuda.set_rng_state_all(rng["cuda"])
+        if (
+            want("env")
+            and "env_state" in loaded
+            and callable(getattr(self.env, "load_state_dict", None))
+            and loaded.get("num_envs") == self.env.num_envs
+        ):
+            self.env.load_state_dict(loaded["env_state"])
+        return loaded.get("infos")
+
+    # ---- inference and export -----------------------------------------------------------------------------------
+    def get_inference_policy(self, device: str | None = None):
+        """The actor in eval mode: ``policy(obs_tensordict) -> (N, A)`` deterministic actions ``tanh(mean)``."""
+        self.alg.eval_mode()
+        return self.alg.get_policy().to(device) if device is not None else self.alg.get_policy()
+
+    def export_policy_to_jit(self, path: str, filename: str = "policy.pt") -> str:
+        """TorchScript export (see :mod:`diffloco_ext.learning.export`)."""
+        return export_policy_as_jit(self.alg.get_policy(), path, filename)
+
+    def export_policy_to_onnx(self, path: str, filename: str = "policy.onnx", verbose: bool = False) -> str:
+        """ONNX export (see :mod:`diffloco_ext.learning.export`)."""
+        return export_policy_as_onnx(self.alg.get_policy(), path, filename, verbose)
+
+    def add_git_repo_to_log(self, repo_file_path: str) -> None:
+        """Register a repository whose git state is stored with the logs."""
+        self.logger.git_status_repos.append(repo_file_path)
+
+
+def make_runner(env, train_cfg, log_dir: str | None = None, device: str | None = None):
+    """Build the runner selected by ``algorithm.class_name``: :class:`SHACRunner` for SHAC, else rsl_rl's
+    ``OnPolicyRunner`` (PPO). ``train_cfg`` is a config dataclass (``SHACRunnerCfg``/``PPORunnerCfg``) or its dict;
+    ``device`` defaults to the config's."""
+    cfg = train_cfg.to_dict() if hasattr(train_cfg, "to_dict") else dict(train_cfg)
+    device = device or cfg.get("device", "cpu")
+    if resolve_algorithm(cfg["algorithm"]["class_name"]) is SHAC:
+        return SHACRunner(env, cfg, log_dir, device)
+    return OnPolicyRunner(env, cfg, log_dir, device)
+
+
+def build_ppo_runner(env, ppo_cfg, log_dir: str | None = None, device: str | None = None) -> OnPolicyRunner:
+    """rsl_rl ``OnPolicyRunner`` from a :class:`~diffloco_ext.learning.config.PPORunnerCfg` (or its dict)."""
+    runner = make_runner(env, ppo_cfg, log_dir, device)
+    if not isinstance(runner, OnPolicyRunner):
+        raise ValueError("build_ppo_runner needs a config with algorithm.class_name = 'PPO'.")
+    return runner
