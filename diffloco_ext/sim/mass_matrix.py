@@ -1,0 +1,102 @@
+"""Stage: rigid-body inertias, composite inertias and the joint-space mass matrix H (CRBA).
+
+``H[k, l] = S_k . (I^c_{b(max(k,l))} S_l)`` for DOFs ``k``, ``l`` on one root path (zero otherwise), with all
+inertias about the base origin in world orientation (:mod:`.spatial`). Joint armature is added to the
+diagonal. The result equals MuJoCo's ``mj_fullM`` for the same model (free-joint convention of
+:mod:`.model`).
+
+Every array slot is written once per step (no read-modify-write in a differentiated kernel); subtree sums
+use atomic adds into slots that the same kernel never reads.
+"""
+
+
+import functools
+
+import warp as wp
+
+from .spatial import inertia_times_motion, motion_dot_force
+from .warp_setup import warp_types
+
+
+@functools.cache
+def mass_matrix_kernels(dtype):
+    t = warp_types(dtype)
+    vec3, mat33 = t.vec3, t.mat33
+
+    @wp.kernel
+    def body_spatial_inertia(
+        body_rot: wp.array2d(dtype=mat33),
+        body_pos: wp.array2d(dtype=vec3),
+        body_mass: wp.array2d(dtype=dtype),
+        body_com: wp.array2d(dtype=vec3),
+        body_inertia: wp.array2d(dtype=mat33),
+        inertia_m: wp.array2d(dtype=dtype),
+        inertia_h: wp.array2d(dtype=vec3),
+        inertia_J: wp.array2d(dtype=mat33),
+    ):
+        """Each body's inertia ``(m, h, J)`` about the base origin, world orientation."""
+        e, b = wp.tid()
+        rot = body_rot[e, b]
+        m = body_mass[e, b]
+        c = body_pos[e, b] + rot * body_com[e, b]
+        inertia_m[e, b] = m
+        inertia_h[e, b] = c * m
+        inertia_J[e, b] = rot * body_inertia[e, b] * wp.transpose(rot) + (
+            wp.identity(n=3, dtype=dtype) * wp.dot(c, c) - wp.outer(c, c)
+        ) * m
+
+    @wp.kernel
+    def composite_inertia(
+        subtree_start: wp.array(dtype=wp.int32),
+        subtree_index: wp.array(dtype=wp.int32),
+        inertia_m: wp.array2d(dtype=dtype),
+        inertia_h: wp.array2d(dtype=vec3),
+        inertia_J: wp.array2d(dtype=mat33),
+        composite_m: wp.array2d(dtype=dtype),
+        composite_h: wp.array2d(dtype=vec3),
+        composite_J: wp.array2d(dtype=mat33),
+    ):
+        """Sum of the inertias of body ``b``'s subtree (outputs must be zeroed)."""
+        e, b = wp.tid()
+        for k in range(subtree_start[b], subtree_start[b + 1]):
+            d = subtree_index[k]
+            wp.atomic_add(composite_m, e, b, inertia_m[e, d])
+            wp.atomic_add(composite_h, e, b, inertia_h[e, d])
+            wp.atomic_add(composite_J, e, b, inertia_J[e, d])
+
+    @wp.kernel
+    def joint_space_inertia(
+        ancestor_start: wp.array(dtype=wp.int32),
+        ancestor_index: wp.array(dtype=wp.int32),
+        joint_armature: wp.array(dtype=dtype),
+        dof_ang: wp.array2d(dtype=vec3),
+        dof_lin: wp.array2d(dtype=vec3),
+        composite_m: wp.array2d(dtype=dtype),
+        composite_h: wp.array2d(dtype=vec3),
+        composite_J: wp.array2d(dtype=mat33),
+        H: wp.array3d(dtype=dtype),
+    ):
+        """Column ``k`` of H for the DOF(s) of body ``b`` (the base owns DOFs 0-5). ``H`` must be zeroed."""
+        e, b = wp.tid()
+        if b == 0:
+            for k in range(6):
+                n, f = inertia_times_motion(composite_m[e, 0], composite_h[e, 0], composite_J[e, 0],
+                                            dof_ang[e, k], dof_lin[e, k])
+                for l in range(6):
+                    H[e, l, k] = motion_dot_force(dof_ang[e, l], dof_lin[e, l], n, f)
+        else:
+            k = 5 + b
+            n, f = inertia_times_motion(composite_m[e, b], composite_h[e, b], composite_J[e, b],
+                                        dof_ang[e, k], dof_lin[e, k])
+            H[e, k, k] = motion_dot_force(dof_ang[e, k], dof_lin[e, k], n, f) + joint_armature[b - 1]
+            for l in range(6):
+                value = motion_dot_force(dof_ang[e, l], dof_lin[e, l], n, f)
+                H[e, l, k] = value
+                H[e, k, l] = value
+            for a in range(ancestor_start[b], ancestor_start[b + 1]):
+                l = 5 + ancestor_index[a]
+                value = motion_dot_force(dof_ang[e, l], dof_lin[e, l], n, f)
+                H[e, l, k] = value
+                H[e, k, l] = value
+
+    return body_spatial_inertia, composite_inertia, joint_space_inertia

@@ -1,0 +1,201 @@
+"""The simulation ``Model``: static robot data on the device, batched over ``num_envs`` environments.
+
+Built once from a :class:`~diffloco_ext.assets.RobotDescription` by :func:`build_model`. The topology, joint
+frames and axes are shared by all environments; masses, centres of mass, inertias and PD gains are stored per
+environment so domain randomisation can change them (and gradients can flow to them).
+
+Generalised coordinates (MuJoCo's free-joint convention, so H and h compare directly with MuJoCo):
+
+* ``q`` (``nq = 7 + n``): base position in the world (m), base orientation as a unit quaternion
+  ``(w, x, y, z)`` (base frame -> world), joint positions (rad) in the description's joint order.
+* ``u`` (``nv = 6 + n``): base linear velocity in the **world** frame (m/s), base angular velocity in the
+  **base** frame (rad/s), joint velocities (rad/s).
+
+The world is z-up with gravity ``(0, 0, -9.81)`` m/s² by default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import warp as wp
+
+from ..assets.robot_description import RobotDescription
+from .warp_setup import NUMPY_DTYPES, init_warp, resolve_device, resolve_dtype, warp_types
+
+
+def _csr(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    start = np.zeros(len(lists) + 1, dtype=np.int32)
+    start[1:] = np.cumsum([len(x) for x in lists])
+    flat = np.array([i for x in lists for i in x], dtype=np.int32)
+    return start, flat if flat.size else np.zeros(1, dtype=np.int32)
+
+
+@dataclass
+class Model:
+    """Static description of ``num_envs`` copies of one robot, on one device, in one precision.
+
+    Array shapes use ``N`` = num_envs, ``B`` = num_bodies (base = body 0), ``n`` = num_joints (= B - 1,
+    joint ``j`` moves body ``j + 1``), ``F`` = number of foot spheres.
+    """
+
+    robot: RobotDescription
+    num_envs: int
+    device: str
+    dtype: type
+    num_bodies: int
+    num_joints: int
+    # topology (shared)
+    body_parent: wp.array  # int32 [B], -1 for the base
+    subtree_start: wp.array  # int32 [B+1]: body b's subtree (itself included) is subtree_index[start[b]:start[b+1]]
+    subtree_index: wp.array
+    ancestor_start: wp.array  # int32 [B+1]: moving ancestors of body b (itself excluded, base excluded)
+    ancestor_index: wp.array
+    # joint frames (shared): body frame in parent frame at q = 0; joint axis in the body frame
+    body_pos0: wp.array  # vec3 [B] (m)
+    body_quat0: wp.array  # quat [B] (x, y, z, w storage as Warp quaternions)
+    joint_axis: wp.array  # vec3 [B] (body 0 unused)
+    joint_armature: wp.array  # scalar [n] (kg m^2)
+    joint_friction_damping: wp.array  # scalar [n] viscous joint damping (N m s / rad)
+    # mass properties (per env, differentiable)
+    body_mass: wp.array  # scalar [N, B] (kg)
+    body_com: wp.array  # vec3 [N, B], body frame (m)
+    body_inertia: wp.array  # mat33 [N, B], about the com, body frame (kg m^2)
+    # actuators (per env, differentiable gains)
+    joint_stiffness: wp.array  # scalar [N, n] PD k_p (N m / rad)
+    joint_damping: wp.array  # scalar [N, n] PD k_d (N m s / rad)
+    effort_limit: float = 80.0
+    saturation_effort: float = 120.0
+    velocity_limit: float = 7.5
+    # feet
+    foot_body: wp.array | None = None  # int32 [F]
+    foot_offset: wp.array | None = None  # vec3 [F], body frame (m)
+    foot_radius: wp.array | None = None  # scalar [F] (m)
+    gravity: tuple[float, float, float] = (0.0, 0.0, -9.81)
+    default_joint_pos: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    @property
+    def nq(self) -> int:
+        return 7 + self.num_joints
+
+    @property
+    def nv(self) -> int:
+        return 6 + self.num_joints
+
+    @property
+    def num_feet(self) -> int:
+        return 0 if self.foot_body is None else self.foot_body.shape[0]
+
+    @property
+    def np_dtype(self):
+        return NUMPY_DTYPES[self.dtype]
+
+    def default_q(self, base_height: float | None = None) -> np.ndarray:
+        """Default generalised positions ``[N, nq]``: base at the default height, default joint angles."""
+        q = np.zeros((self.num_envs, self.nq), dtype=self.np_dtype)
+        q[:, 2] = self.robot.default_base_height if base_height is None else base_height
+        q[:, 3] = 1.0
+        q[:, 7:] = self.default_joint_pos
+        return q
+
+    def differentiable_parameters(self) -> dict[str, wp.array]:
+        """Per-env parameters gradients can flow to, by name."""
+        return {
+            "body_mass": self.body_mass,
+            "body_com": self.body_com,
+            "body_inertia": self.body_inertia,
+            "joint_stiffness": self.joint_stiffness,
+            "joint_damping": self.joint_damping,
+        }
+
+
+def build_model(
+    robot: RobotDescription,
+    num_envs: int = 1,
+    *,
+    device: str = "cpu",
+    dtype="float32",
+    gravity: tuple[float, float, float] = (0.0, 0.0, -9.81),
+    requires_grad: bool = False,
+) -> Model:
+    """Put ``num_envs`` copies of ``robot`` on ``device`` in precision ``dtype`` (``"float32"``/``"float64"``)."""
+    init_warp()
+    device = resolve_device(device)
+    dtype = resolve_dtype(dtype)
+    if num_envs < 1:
+        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    for joint in robot.joints:
+        if joint.type != "revolute":
+            raise NotImplementedError(f"joint '{joint.name}': only revolute joints are simulated so far")
+    t = warp_types(dtype)
+    npd = NUMPY_DTYPES[dtype]
+    nb, n = robot.num_bodies, robot.num_joints
+    parent = robot.parent_indices()
+
+    subtree = [[b] for b in range(nb)]
+    for b in range(nb - 1, 0, -1):
+        subtree[parent[b]].extend(subtree[b])
+    ancestors = []
+    for b in range(nb):
+        chain, a = [], parent[b]
+        while a > 0:
+            chain.append(int(a))
+            a = parent[a]
+        ancestors.append(chain)
+    sub_start, sub_idx = _csr(subtree)
+    anc_start, anc_idx = _csr(ancestors)
+
+    def arr(values, wtype, shape=None):
+        return wp.array(np.asarray(values, dtype=npd).reshape(shape) if shape else np.asarray(values, dtype=npd),
+                        dtype=wtype, device=device, requires_grad=requires_grad)
+
+    def tiled(values):
+        return np.broadcast_to(np.asarray(values, dtype=npd), (num_envs, *np.shape(values))).copy()
+
+    # Warp quaternions are stored (x, y, z, w); descriptions use (w, x, y, z).
+    quat0 = np.array([[b.quat[1], b.quat[2], b.quat[3], b.quat[0]] for b in robot.bodies])
+    axes = np.array([[1.0, 0.0, 0.0]] + [list(j.axis) for j in robot.joints])
+    act = robot.actuator
+    kp = 0.0 if act is None else act.stiffness
+    kd = 0.0 if act is None else act.damping
+    feet = robot.feet
+    foot_kwargs = {}
+    if feet:
+        foot_kwargs = dict(
+            foot_body=wp.array(np.array([robot.body_index(f.body) for f in feet], dtype=np.int32), dtype=wp.int32,
+                               device=device),
+            foot_offset=wp.array(np.array([f.offset for f in feet], dtype=npd), dtype=t.vec3, device=device),
+            foot_radius=wp.array(np.array([f.radius for f in feet], dtype=npd), dtype=dtype, device=device),
+        )
+    shared = dict(device=device)
+    return Model(
+        robot=robot,
+        num_envs=num_envs,
+        device=device,
+        dtype=dtype,
+        num_bodies=nb,
+        num_joints=n,
+        body_parent=wp.array(parent, dtype=wp.int32, **shared),
+        subtree_start=wp.array(sub_start, dtype=wp.int32, **shared),
+        subtree_index=wp.array(sub_idx, dtype=wp.int32, **shared),
+        ancestor_start=wp.array(anc_start, dtype=wp.int32, **shared),
+        ancestor_index=wp.array(anc_idx, dtype=wp.int32, **shared),
+        body_pos0=wp.array(np.array([b.pos for b in robot.bodies], dtype=npd), dtype=t.vec3, **shared),
+        body_quat0=wp.array(quat0.astype(npd), dtype=t.quat, **shared),
+        joint_axis=wp.array(axes.astype(npd), dtype=t.vec3, **shared),
+        joint_armature=wp.array(np.array([j.armature for j in robot.joints], dtype=npd), dtype=dtype, **shared),
+        joint_friction_damping=wp.array(np.array([j.damping for j in robot.joints], dtype=npd), dtype=dtype,
+                                        **shared),
+        body_mass=arr(tiled([b.mass for b in robot.bodies]), dtype),
+        body_com=arr(tiled([b.com for b in robot.bodies]), t.vec3),
+        body_inertia=arr(tiled([b.inertia_matrix for b in robot.bodies]), t.mat33),
+        joint_stiffness=arr(np.full((num_envs, n), kp), dtype),
+        joint_damping=arr(np.full((num_envs, n), kd), dtype),
+        effort_limit=np.inf if act is None else act.effort_limit,
+        saturation_effort=np.inf if act is None else act.saturation_effort,
+        velocity_limit=np.inf if act is None else act.velocity_limit,
+        gravity=tuple(float(g) for g in gravity),
+        default_joint_pos=robot.default_joint_positions().astype(npd),
+        **foot_kwargs,
+    )

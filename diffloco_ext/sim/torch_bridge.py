@@ -1,0 +1,132 @@
+"""PyTorch bridge: simulator steps as differentiable torch operations.
+
+:class:`TorchSimulator` wraps a :class:`~.simulator.Simulator`. Its :meth:`~TorchSimulator.step` takes torch
+tensors ``q`` [N, nq], ``u`` [N, nv], joint targets [N, n] (and optional feed-forward torques) and returns the
+next ``q``, ``u`` and the foot positions/velocities [N, F, 3] at the new state. Each call records one step on
+its own ``wp.Tape``; torch's autograd chains the steps, so gradients flow through whole rollouts, to the
+initial state, the actions, and the model parameters exposed by :meth:`~TorchSimulator.parameters`
+(zero-copy views of the Warp arrays: writing into them, e.g. for domain randomisation, changes the model).
+
+Memory: a step kept for backward holds its :class:`~.simulator.StepData` (``StepData.nbytes``, about
+``(60 B + 2 nv^2)`` scalars per environment) until torch frees the graph; a T-step rollout holds T of them.
+"""
+
+from __future__ import annotations
+
+import torch
+import warp as wp
+
+from .simulator import Simulator
+from .state import Control, State
+
+_TORCH_DTYPES = {wp.float32: torch.float32, wp.float64: torch.float64}
+
+
+class _StepFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, bridge: "TorchSimulator", q, u, joint_target, joint_torque, *params):
+        sim, model = bridge.sim, bridge.sim.model
+        tape = wp.Tape()
+
+        def warp_in(t):
+            return wp.from_torch(t.detach().contiguous(), dtype=model.dtype, requires_grad=True)
+
+        state_in = State(q=warp_in(q), u=warp_in(u))
+        control = Control(joint_target=warp_in(joint_target), joint_torque=warp_in(joint_torque))
+        state_out = sim.empty_state(requires_grad=True)
+        sim.step(state_in, control, state_out, tape=tape)
+        foot_pos, foot_vel = sim.foot_kinematics(state_out.q, state_out.u, tape=tape)
+        ctx.saved = (bridge, tape, state_in, control, state_out, foot_pos, foot_vel)
+        n_feet = model.num_feet
+        return (
+            wp.to_torch(state_out.q).clone(),
+            wp.to_torch(state_out.u).clone(),
+            wp.to_torch(foot_pos).reshape(model.num_envs, n_feet, 3).clone(),
+            wp.to_torch(foot_vel).reshape(model.num_envs, n_feet, 3).clone(),
+        )
+
+    @staticmethod
+    def backward(ctx, g_q, g_u, g_foot_pos, g_foot_vel):
+        bridge, tape, state_in, control, state_out, foot_pos, foot_vel = ctx.saved
+        model = bridge.sim.model
+        for arr, grad in ((state_out.q, g_q), (state_out.u, g_u), (foot_pos, g_foot_pos), (foot_vel, g_foot_vel)):
+            if grad is not None:
+                wp.to_torch(arr.grad).copy_(grad.reshape(wp.to_torch(arr.grad).shape))
+        params = bridge.parameter_arrays()
+        for arr in params.values():
+            if arr.grad is not None:
+                arr.grad.zero_()
+        tape.backward()
+        outs = [
+            wp.to_torch(state_in.q.grad).clone(), wp.to_torch(state_in.u.grad).clone(),
+            wp.to_torch(control.joint_target.grad).clone(), wp.to_torch(control.joint_torque.grad).clone(),
+        ]
+        for name in bridge.parameter_names:
+            grad = params[name].grad
+            outs.append(None if grad is None else wp.to_torch(grad).clone())
+        tape.reset()
+        ctx.saved = None
+        del model
+        return (None, *outs)
+
+
+class TorchSimulator:
+    """Differentiable torch front-end of a :class:`Simulator` (same device, same precision)."""
+
+    parameter_names = ("body_mass", "body_com", "body_inertia", "joint_stiffness", "joint_damping")
+
+    def __init__(self, sim: Simulator):
+        self.sim = sim
+        model = sim.model
+        self.dtype = _TORCH_DTYPES[model.dtype]
+        self.device = torch.device(model.device)
+        for arr in self.parameter_arrays().values():
+            if not arr.requires_grad:
+                arr.requires_grad = True
+        self._params = {name: wp.to_torch(arr, requires_grad=False) for name, arr in self.parameter_arrays().items()}
+
+    def parameter_arrays(self) -> dict[str, wp.array]:
+        return {name: getattr(self.sim.model, name) for name in self.parameter_names}
+
+    def parameters(self) -> dict[str, torch.Tensor]:
+        """Zero-copy torch views of the per-env model parameters (mass [N, B], com [N, B, 3], ...)."""
+        return self._params
+
+    def _check(self, name: str, t: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+        if t.dtype != self.dtype:
+            raise TypeError(f"{name}: expected dtype {self.dtype} (the model's precision), got {t.dtype}")
+        if t.device != self.device:
+            raise ValueError(f"{name}: expected device {self.device}, got {t.device}")
+        if tuple(t.shape) != shape:
+            raise ValueError(f"{name}: expected shape {shape}, got {tuple(t.shape)}")
+        return t
+
+    def step(self, q: torch.Tensor, u: torch.Tensor, joint_target: torch.Tensor,
+             joint_torque: torch.Tensor | None = None, params: dict[str, torch.Tensor] | None = None):
+        """One differentiable step. Returns ``(q_next, u_next, foot_pos, foot_vel)``.
+
+        ``params`` (default: :meth:`parameters`) are passed to autograd so gradients reach them; they must be
+        the zero-copy views returned by :meth:`parameters` (possibly with ``requires_grad`` set).
+        """
+        m = self.sim.model
+        N = m.num_envs
+        self._check("q", q, (N, m.nq))
+        self._check("u", u, (N, m.nv))
+        self._check("joint_target", joint_target, (N, m.num_joints))
+        if joint_torque is None:
+            joint_torque = torch.zeros_like(joint_target)
+        self._check("joint_torque", joint_torque, (N, m.num_joints))
+        params = self._params if params is None else params
+        return _StepFunction.apply(self, q, u, joint_target, joint_torque,
+                                   *(params[name] for name in self.parameter_names))
+
+    def rollout(self, q0: torch.Tensor, u0: torch.Tensor, joint_targets: torch.Tensor,
+                params: dict[str, torch.Tensor] | None = None):
+        """``T`` steps from ``(q0, u0)`` under ``joint_targets`` [T, N, n]; returns stacked ``q``, ``u`` [T, N, ·]."""
+        qs, us = [], []
+        q, u = q0, u0
+        for target in joint_targets:
+            q, u, _, _ = self.step(q, u, target, params=params)
+            qs.append(q)
+            us.append(u)
+        return torch.stack(qs), torch.stack(us)
