@@ -47,6 +47,7 @@ def actuator_kernels(dtype):
         bias: wp.array2d(dtype=dtype),
         joint_friction_damping: wp.array(dtype=dtype),
         dt: dtype,
+        fixed_base: int,
         rhs: wp.array3d(dtype=dtype),
     ):
         """``dt * h`` with ``h = applied - bias``: actuator torque and viscous joint damping on the joints."""
@@ -54,6 +55,9 @@ def actuator_kernels(dtype):
         applied = dtype(0.0)
         if k >= 6:
             applied = tau[e, k - 6] - joint_friction_damping[k - 6] * u[e, k]
-        rhs[e, k, 0] = dt * (applied - bias[e, k])
+        value = dt * (applied - bias[e, k])
+        if fixed_base != 0 and k < 6:
+            value = dtype(0.0)
+        rhs[e, k, 0] = value
 
     return pd_dc_motor, impulse_rhs

@@ -5,10 +5,11 @@ factorisation loops is unreliable (see ``shared/notes/warp-cpu.md``), so the bac
 and recorded on the tape with ``Tape.record_func``: for ``x = H^-1 b``
 
     b_bar = H^-1 x_bar          (one more solve with the same factor)
-    H_bar = -b_bar x^T          (summed over right-hand sides)
+    H_bar = -b_bar x^T          (summed over right-hand sides) for a general H
 
-``H_bar`` is given for every entry of H as if all were independent; the mass-matrix kernel writes both
-triangles from one value, so the two halves' adjoints add up to the symmetric derivative.
+The factorisation reads only the lower triangle of H (H is symmetric by construction), so the exact adjoint
+of what is computed goes to the lower triangle only: ``H_bar[i, j] = -(b_bar_i x_j + b_bar_j x_i)`` for
+``i > j``, ``-b_bar_i x_i`` on the diagonal, zero above it.
 """
 
 
@@ -65,10 +66,12 @@ def cholesky_kernels(dtype):
         e, i, j = wp.tid()
         n = x.shape[1]
         m = x.shape[2]
-        if has_H_grad != 0 and j < n:
+        if has_H_grad != 0 and j <= i:
             s = dtype(0.0)
             for c in range(m):
                 s += b_bar[e, i, c] * x[e, j, c]
+                if j < i:
+                    s += b_bar[e, j, c] * x[e, i, c]
             H_grad[e, i, j] = H_grad[e, i, j] - s
         if has_b_grad != 0 and j < m:
             b_grad[e, i, j] = b_grad[e, i, j] + b_bar[e, i, j]

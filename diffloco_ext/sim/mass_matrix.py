@@ -74,25 +74,34 @@ def mass_matrix_kernels(dtype):
         composite_m: wp.array2d(dtype=dtype),
         composite_h: wp.array2d(dtype=vec3),
         composite_J: wp.array2d(dtype=mat33),
+        fixed_base: int,
         H: wp.array3d(dtype=dtype),
     ):
-        """Column ``k`` of H for the DOF(s) of body ``b`` (the base owns DOFs 0-5). ``H`` must be zeroed."""
+        """Column ``k`` of H for the DOF(s) of body ``b`` (the base owns DOFs 0-5). ``H`` must be zeroed.
+
+        With ``fixed_base`` the base block is the identity and the base-joint coupling zero, so a solve leaves
+        the base at rest when its right-hand side is zero.
+        """
         e, b = wp.tid()
         if b == 0:
             for k in range(6):
                 n, f = inertia_times_motion(composite_m[e, 0], composite_h[e, 0], composite_J[e, 0],
                                             dof_ang[e, k], dof_lin[e, k])
                 for l in range(6):
-                    H[e, l, k] = motion_dot_force(dof_ang[e, l], dof_lin[e, l], n, f)
+                    if fixed_base == 0:
+                        H[e, l, k] = motion_dot_force(dof_ang[e, l], dof_lin[e, l], n, f)
+                    elif l == k:
+                        H[e, l, k] = dtype(1.0)
         else:
             k = 5 + b
             n, f = inertia_times_motion(composite_m[e, b], composite_h[e, b], composite_J[e, b],
                                         dof_ang[e, k], dof_lin[e, k])
             H[e, k, k] = motion_dot_force(dof_ang[e, k], dof_lin[e, k], n, f) + joint_armature[b - 1]
-            for l in range(6):
-                value = motion_dot_force(dof_ang[e, l], dof_lin[e, l], n, f)
-                H[e, l, k] = value
-                H[e, k, l] = value
+            if fixed_base == 0:
+                for l in range(6):
+                    value = motion_dot_force(dof_ang[e, l], dof_lin[e, l], n, f)
+                    H[e, l, k] = value
+                    H[e, k, l] = value
             for a in range(ancestor_start[b], ancestor_start[b + 1]):
                 l = 5 + ancestor_index[a]
                 value = motion_dot_force(dof_ang[e, l], dof_lin[e, l], n, f)

@@ -73,6 +73,7 @@ class Model:
     foot_offset: wp.array | None = None  # vec3 [F], body frame (m)
     foot_radius: wp.array | None = None  # scalar [F] (m)
     gravity: tuple[float, float, float] = (0.0, 0.0, -9.81)
+    fixed_base: bool = False  # base welded to the world (for fixed-base checks such as pendulums)
     default_joint_pos: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @property
@@ -118,6 +119,7 @@ def build_model(
     dtype="float32",
     gravity: tuple[float, float, float] = (0.0, 0.0, -9.81),
     requires_grad: bool = False,
+    fixed_base: bool = False,
 ) -> Model:
     """Put ``num_envs`` copies of ``robot`` on ``device`` in precision ``dtype`` (``"float32"``/``"float64"``)."""
     init_warp()
@@ -196,6 +198,7 @@ def build_model(
         saturation_effort=np.inf if act is None else act.saturation_effort,
         velocity_limit=np.inf if act is None else act.velocity_limit,
         gravity=tuple(float(g) for g in gravity),
+        fixed_base=fixed_base,
         default_joint_pos=robot.default_joint_positions().astype(npd),
         **foot_kwargs,
     )

@@ -164,7 +164,7 @@ class Simulator:
         launch(self._actuator, (N, n), [d.q_mid, s.u, c.joint_target, c.joint_torque, m.joint_stiffness,
                                         m.joint_damping, self._scalar(m.effort_limit),
                                         self._scalar(m.saturation_effort), self._scalar(m.velocity_limit), d.tau])
-        launch(self._rhs, (N, nv), [s.u, d.tau, d.bias, m.joint_friction_damping, dt, d.rhs])
+        launch(self._rhs, (N, nv), [s.u, d.tau, d.bias, m.joint_friction_damping, dt, int(m.fixed_base), d.rhs])
         cholesky_factor(d.H, d.L)
         solve_with_factor(d.H, d.L, d.rhs, d.du, tape)
         launch(self._add_velocity, (N, nv), [s.u, d.du, out.u])
@@ -194,7 +194,7 @@ class Simulator:
         launch(self._composite, (N, B), [m.subtree_start, m.subtree_index, d.inertia_m, d.inertia_h, d.inertia_J,
                                          d.composite_m, d.composite_h, d.composite_J])
         launch(self._crba, (N, B), [m.ancestor_start, m.ancestor_index, m.joint_armature, d.dof_ang, d.dof_lin,
-                                    d.composite_m, d.composite_h, d.composite_J, d.H])
+                                    d.composite_m, d.composite_h, d.composite_J, int(m.fixed_base), d.H])
         launch(self._rnea, N, [u, self._gravity, m.body_parent, d.dof_ang, d.dof_lin, d.body_vel_ang,
                                d.body_vel_lin, d.inertia_m, d.inertia_h, d.inertia_J, d.body_acc_ang,
                                d.body_acc_lin, d.body_force_ang, d.body_force_lin])

@@ -1,0 +1,104 @@
+"""Float64 central finite differences against the tape gradients of one step and of 32-step rollouts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from diffloco_ext.assets import get_robot
+from diffloco_ext.sim import Simulator, build_model
+from diffloco_ext.sim.torch_bridge import TorchSimulator
+
+REL_TOL = 1e-5
+EPS = 1e-6
+
+
+@pytest.fixture(scope="module")
+def setup():
+    model = build_model(get_robot("anymal_d"), 2, dtype="float64")
+    bridge = TorchSimulator(Simulator(model, dt=0.005))
+    rng = np.random.default_rng(11)
+    q = torch.tensor(model.default_q())
+    q[:, 7:] += torch.tensor(rng.uniform(-0.3, 0.3, (2, 12)))
+    quat = torch.tensor(rng.normal(size=(2, 4)))
+    q[:, 3:7] = quat / quat.norm(dim=1, keepdim=True)
+    u = torch.tensor(rng.normal(size=(2, model.nv)))
+    targets = torch.tensor(np.tile(model.default_joint_pos, (2, 1)) + rng.uniform(-0.3, 0.3, (2, 12)))
+    weights = [torch.tensor(rng.normal(size=s)) for s in ((2, model.nq), (2, model.nv), (2, 4, 3), (2, 4, 3))]
+    return bridge, q, u, targets, weights, rng
+
+
+def scalar_loss(bridge, q, u, targets, weights, steps):
+    total = 0.0
+    for _ in range(steps):
+        q, u, foot_pos, foot_vel = bridge.step(q, u, targets)
+        for out, w in zip((q, u, foot_pos, foot_vel), weights):
+            total = total + (out * w).sum()
+    return total
+
+
+def check_gradient(bridge, inputs, name, tensor, weights, steps, rng, count=10):
+    tensor.requires_grad_(True)
+    (grad,) = torch.autograd.grad(scalar_loss(bridge, *inputs, weights, steps), tensor)
+    tensor.requires_grad_(False)
+    flat = tensor.view(-1)
+    idx = rng.choice(flat.numel(), size=min(count, flat.numel()), replace=False)
+    fd = []
+    with torch.no_grad():
+        for i in idx:
+            old = flat[i].item()
+            flat[i] = old + EPS
+            plus = scalar_loss(bridge, *inputs, weights, steps).item()
+            flat[i] = old - EPS
+            minus = scalar_loss(bridge, *inputs, weights, steps).item()
+            flat[i] = old
+            fd.append((plus - minus) / (2 * EPS))
+    fd = np.array(fd)
+    analytic = grad.view(-1)[idx].numpy()
+    err = np.abs(analytic - fd).max() / np.abs(fd).max()
+    assert np.abs(fd).max() > 1e-6, f"{name}: finite differences vanish, the check would be empty"
+    assert err <= REL_TOL, f"{name}: relative error {err:.2e} (steps={steps})"
+
+
+@pytest.mark.parametrize("steps", [1, 32])
+@pytest.mark.parametrize("wrt", ["q0", "u0", "joint_target", "body_mass", "body_com", "body_inertia",
+                                 "joint_stiffness", "joint_damping"])
+def test_gradient_matches_finite_differences(setup, steps, wrt):
+    bridge, q, u, targets, weights, rng = setup
+    params = bridge.parameters()
+    tensor = {"q0": q, "u0": u, "joint_target": targets}.get(wrt, params.get(wrt))
+    check_gradient(bridge, (q, u, targets), wrt, tensor, weights, steps, rng)
+
+
+def test_wrong_dtype_or_shape_is_a_clear_error(setup):
+    bridge, q, u, targets, _, _ = setup
+    with pytest.raises(TypeError, match="expected dtype torch.float64"):
+        bridge.step(q.float(), u, targets)
+    with pytest.raises(ValueError, match=r"joint_target: expected shape \(2, 12\)"):
+        bridge.step(q, u, targets[:, :6])
+
+
+def test_cuda_gradients_match_cpu():
+    import warp as wp
+
+    if not wp.is_cuda_available():
+        pytest.skip("no CUDA device on this machine (the GPU check runs where one is present)")
+    cpu = TorchSimulator(Simulator(build_model(get_robot("anymal_d"), 2, dtype="float64"), dt=0.005))
+    gpu = TorchSimulator(Simulator(build_model(get_robot("anymal_d"), 2, dtype="float64", device="cuda"), dt=0.005))
+    results = []
+    for bridge in (cpu, gpu):
+        dev = bridge.device
+        q = torch.tensor(bridge.sim.model.default_q(), device=dev)
+        u = torch.zeros((2, 18), dtype=torch.float64, device=dev, requires_grad=True)
+        tgt = torch.tensor(np.tile(bridge.sim.model.default_joint_pos, (2, 1)), device=dev, requires_grad=True)
+        q1, u1, _, _ = bridge.step(q, u, tgt)
+        (q1.sum() + u1.sum()).backward()
+        results.append((q1.cpu(), tgt.grad.cpu()))
+    torch.testing.assert_close(results[0][0], results[1][0], rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(results[0][1], results[1][1], rtol=1e-8, atol=1e-10)
+
+
+def test_wrong_device_is_a_clear_error():
+    with pytest.raises((RuntimeError, ValueError), match="cuda|device"):
+        build_model(get_robot("anymal_d"), 1, device="cuda:0" if not __import__("warp").is_cuda_available() else "tpu")
