@@ -1,6 +1,8 @@
 """Stage: Cholesky factorisation of H and solves with it, with a hand-written adjoint.
 
-``x = H^-1 b`` is computed as ``L L^T x = b`` (never an explicit inverse). Warp's automatic adjoint of the
+``x = H^-1 b`` is computed as ``L^T L x = b`` (never an explicit inverse), with the tree-sparse factorisation
+of a kinematic tree's mass matrix: the factor has non-zeros only where H has them (a DOF and its ancestors),
+so the cost grows with the sum of squared depths instead of n^3. Warp's automatic adjoint of the
 factorisation loops is unreliable (see ``shared/notes/warp-cpu.md``), so the backward pass is written by hand
 and recorded on the tape with ``Tape.record_func``: for ``x = H^-1 b``
 
@@ -21,38 +23,58 @@ import warp as wp
 @functools.cache
 def cholesky_kernels(dtype):
     @wp.kernel(enable_backward=False)
-    def factor(H: wp.array3d(dtype=dtype), L: wp.array3d(dtype=dtype)):
-        """Lower Cholesky factor of each ``H[e]`` (n x n). A non-positive pivot gives NaN (flagged upstream)."""
+    def factor(H: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32), L: wp.array3d(dtype=dtype)):
+        """Tree-sparse factor ``H = L^T L`` (Featherstone, RBDA §6.5): no fill-in beyond the ancestor pattern.
+
+        ``L[k, i]`` is non-zero only for ``i`` an ancestor of DOF ``k`` (or ``i = k``). A non-positive pivot
+        gives NaN, which the caller detects.
+        """
         e = wp.tid()
         n = H.shape[1]
-        for j in range(n):
-            s = H[e, j, j]
-            for k in range(j):
-                s -= L[e, j, k] * L[e, j, k]
-            d = wp.sqrt(s)
-            L[e, j, j] = d
-            for i in range(j + 1, n):
-                r = H[e, i, j]
-                for k in range(j):
-                    r -= L[e, i, k] * L[e, j, k]
-                L[e, i, j] = r / d
+        for k in range(n):
+            i = k
+            while i != -1:
+                L[e, k, i] = H[e, k, i]
+                i = dof_parent[i]
+        for kk in range(n):
+            k = n - 1 - kk
+            d = wp.sqrt(L[e, k, k])
+            L[e, k, k] = d
+            i = dof_parent[k]
+            while i != -1:
+                L[e, k, i] = L[e, k, i] / d
+                i = dof_parent[i]
+            i = dof_parent[k]
+            while i != -1:
+                j = i
+                while j != -1:
+                    L[e, i, j] = L[e, i, j] - L[e, k, i] * L[e, k, j]
+                    j = dof_parent[j]
+                i = dof_parent[i]
 
     @wp.kernel(enable_backward=False)
-    def solve(L: wp.array3d(dtype=dtype), b: wp.array3d(dtype=dtype), x: wp.array3d(dtype=dtype)):
-        """``x[e, :, c] = (L L^T)^-1 b[e, :, c]`` for every right-hand side column ``c``."""
+    def solve(L: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32), b: wp.array3d(dtype=dtype),
+              x: wp.array3d(dtype=dtype)):
+        """``x[e, :, c] = (L^T L)^-1 b[e, :, c]`` for every right-hand side column ``c``."""
         e, c = wp.tid()
         n = L.shape[1]
-        for i in range(n):  # forward substitution L y = b (y stored in x)
-            s = b[e, i, c]
-            for k in range(i):
-                s -= L[e, i, k] * x[e, k, c]
-            x[e, i, c] = s / L[e, i, i]
-        for ii in range(n):  # back substitution L^T x = y
-            i = n - 1 - ii
-            s = x[e, i, c]
-            for k in range(i + 1, n):
-                s -= L[e, k, i] * x[e, k, c]
-            x[e, i, c] = s / L[e, i, i]
+        for k in range(n):
+            x[e, k, c] = b[e, k, c]
+        for kk in range(n):  # L^T y = b, descendants first (y stored in x)
+            k = n - 1 - kk
+            y = x[e, k, c] / L[e, k, k]
+            x[e, k, c] = y
+            i = dof_parent[k]
+            while i != -1:
+                x[e, i, c] = x[e, i, c] - L[e, k, i] * y
+                i = dof_parent[i]
+        for k in range(n):  # L x = y, ancestors first
+            s = x[e, k, c]
+            i = dof_parent[k]
+            while i != -1:
+                s = s - L[e, k, i] * x[e, i, c]
+                i = dof_parent[i]
+            x[e, k, c] = s / L[e, k, k]
 
     @wp.kernel(enable_backward=False)
     def accumulate_adjoint(
@@ -79,20 +101,24 @@ def cholesky_kernels(dtype):
     return factor, solve, accumulate_adjoint
 
 
-def cholesky_factor(H: wp.array, L: wp.array) -> None:
-    """Factor ``H`` [N, n, n] into ``L`` (not recorded on any tape: :func:`solve_with_factor` owns the adjoint)."""
+def cholesky_factor(H: wp.array, dof_parent: wp.array, L: wp.array) -> None:
+    """Factor ``H`` [N, n, n] into ``L`` (not recorded on any tape: :func:`solve_with_factor` owns the adjoint).
+
+    ``dof_parent[k]`` is the DOF that DOF ``k`` hangs from (-1 for the first); H's non-zeros must follow it.
+    """
     factor, _, _ = cholesky_kernels(H.dtype)
-    wp.launch(factor, dim=H.shape[0], inputs=[H, L], device=H.device, record_tape=False)
+    wp.launch(factor, dim=H.shape[0], inputs=[H, dof_parent, L], device=H.device, record_tape=False)
 
 
-def solve_with_factor(H: wp.array, L: wp.array, b: wp.array, x: wp.array, tape: wp.Tape | None = None) -> None:
+def solve_with_factor(H: wp.array, dof_parent: wp.array, L: wp.array, b: wp.array, x: wp.array,
+                      tape: wp.Tape | None = None) -> None:
     """``x = H^-1 b`` for ``b``, ``x`` of shape [N, n, m], using the factor ``L`` of ``H``.
 
     With a ``tape``, records the hand-written adjoint (gradients to ``b`` and ``H`` where they require grad).
     """
     _, solve, accumulate = cholesky_kernels(H.dtype)
     dims = (b.shape[0], b.shape[2])
-    wp.launch(solve, dim=dims, inputs=[L, b, x], device=b.device, record_tape=False)
+    wp.launch(solve, dim=dims, inputs=[L, dof_parent, b, x], device=b.device, record_tape=False)
     if tape is None:
         return
 
@@ -100,7 +126,7 @@ def solve_with_factor(H: wp.array, L: wp.array, b: wp.array, x: wp.array, tape: 
         if x.grad is None:
             return
         b_bar = wp.empty_like(x, requires_grad=False)
-        wp.launch(solve, dim=dims, inputs=[L, x.grad, b_bar], device=b.device, record_tape=False)
+        wp.launch(solve, dim=dims, inputs=[L, dof_parent, x.grad, b_bar], device=b.device, record_tape=False)
         n = H.shape[1]
         has_b = b.requires_grad and b.grad is not None
         has_H = H.requires_grad and H.grad is not None

@@ -52,6 +52,7 @@ class Model:
     subtree_index: wp.array
     ancestor_start: wp.array  # int32 [B+1]: moving ancestors of body b (itself excluded, base excluded)
     ancestor_index: wp.array
+    dof_parent: wp.array  # int32 [nv]: the DOF each DOF hangs from (base DOFs form a chain 0-1-...-5), -1 for DOF 0
     # joint frames (shared): body frame in parent frame at q = 0; joint axis in the body frame
     body_pos0: wp.array  # vec3 [B] (m)
     body_quat0: wp.array  # quat [B] (x, y, z, w storage as Warp quaternions)
@@ -145,6 +146,8 @@ def build_model(
             chain.append(int(a))
             a = parent[a]
         ancestors.append(chain)
+    dof_parent = np.array([-1, 0, 1, 2, 3, 4] + [5 + int(parent[b]) if parent[b] > 0 else 5 for b in range(1, nb)],
+                          dtype=np.int32)
     sub_start, sub_idx = _csr(subtree)
     anc_start, anc_idx = _csr(ancestors)
 
@@ -183,6 +186,7 @@ def build_model(
         subtree_index=wp.array(sub_idx, dtype=wp.int32, **shared),
         ancestor_start=wp.array(anc_start, dtype=wp.int32, **shared),
         ancestor_index=wp.array(anc_idx, dtype=wp.int32, **shared),
+        dof_parent=wp.array(dof_parent, dtype=wp.int32, **shared),
         body_pos0=wp.array(np.array([b.pos for b in robot.bodies], dtype=npd), dtype=t.vec3, **shared),
         body_quat0=wp.array(quat0.astype(npd), dtype=t.quat, **shared),
         joint_axis=wp.array(axes.astype(npd), dtype=t.vec3, **shared),

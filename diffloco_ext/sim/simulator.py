@@ -165,8 +165,8 @@ class Simulator:
                                         m.joint_damping, self._scalar(m.effort_limit),
                                         self._scalar(m.saturation_effort), self._scalar(m.velocity_limit), d.tau])
         launch(self._rhs, (N, nv), [s.u, d.tau, d.bias, m.joint_friction_damping, dt, int(m.fixed_base), d.rhs])
-        cholesky_factor(d.H, d.L)
-        solve_with_factor(d.H, d.L, d.rhs, d.du, tape)
+        cholesky_factor(d.H, m.dof_parent, d.L)
+        solve_with_factor(d.H, m.dof_parent, d.L, d.rhs, d.du, tape)
         launch(self._add_velocity, (N, nv), [s.u, d.du, out.u])
         launch(self._integrate, (N, m.nq), [s.q, s.u, out.u, dt, out.q])
 
