@@ -69,6 +69,9 @@ class Model:
     effort_limit: float = 80.0
     saturation_effort: float = 120.0
     velocity_limit: float = 7.5
+    # ground (per env): friction coefficient (differentiable) and plane height (m)
+    friction: wp.array | None = None  # scalar [N]
+    ground_height: wp.array | None = None  # scalar [N]
     # feet
     foot_body: wp.array | None = None  # int32 [F]
     foot_offset: wp.array | None = None  # vec3 [F], body frame (m)
@@ -109,6 +112,7 @@ class Model:
             "body_inertia": self.body_inertia,
             "joint_stiffness": self.joint_stiffness,
             "joint_damping": self.joint_damping,
+            "friction": self.friction,
         }
 
 
@@ -121,6 +125,8 @@ def build_model(
     gravity: tuple[float, float, float] = (0.0, 0.0, -9.81),
     requires_grad: bool = False,
     fixed_base: bool = False,
+    friction: float = 1.0,
+    ground_height: float = 0.0,
 ) -> Model:
     """Put ``num_envs`` copies of ``robot`` on ``device`` in precision ``dtype`` (``"float32"``/``"float64"``)."""
     init_warp()
@@ -203,6 +209,8 @@ def build_model(
         velocity_limit=np.inf if act is None else act.velocity_limit,
         gravity=tuple(float(g) for g in gravity),
         fixed_base=fixed_base,
+        friction=arr(np.full(num_envs, friction), dtype),
+        ground_height=wp.array(np.full(num_envs, ground_height, dtype=npd), dtype=dtype, device=device),
         default_joint_pos=robot.default_joint_positions().astype(npd),
         **foot_kwargs,
     )

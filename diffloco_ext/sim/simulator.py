@@ -2,17 +2,19 @@
 
 One step of length ``dt`` (paper A, see ``shared/notes/paper.md``)::
 
-    q_M = q_A + dt/2 u_A                                   half step to the midpoint      (integrator)
-    kinematics, H(q_M), bias(q_M, u_A)                     forward kinematics, CRBA, RNEA (kinematics, mass_matrix, bias_forces)
-    tau = PD/DC-motor(q_M, u_A, control)                   actuation                      (actuators)
-    u_E = u_A + H^-1 dt (tau - bias)                       Cholesky solve                 (cholesky)
-    q_E = q_A + dt/2 (u_A + u_E)                           trapezoidal position update    (integrator)
+    q_M = q_A + dt/2 u_A                              half step to the midpoint        (integrator)
+    kinematics, H(q_M), bias(q_M, u_A)                kinematics, CRBA, RNEA           (kinematics, mass_matrix, bias_forces)
+    tau = PD/DC-motor(q_M, u_A, control)              actuation                        (actuators)
+    L = chol(H); du = H^-1 dt (tau - bias)            factor and solve                 (cholesky)
+    gap, J(q_M); G = J H^-1 J^T; c = J (u_A + du)      contact candidates, Delassus     (contact, batched_matmul)
+    P = PGS(G, c) (soft: with compliance)              impulses (smoothed/hard/soft)    (contact)
+    u_E = u_A + du + H^-1 J^T P                       velocity update
+    q_E = q_A + dt/2 (u_A + u_E)                      trapezoidal position update      (integrator)
+    flag and hold diverged environments               divergence guard                 (divergence)
 
 ``step(state_in, control, state_out)`` never mutates ``state_in``. With a ``wp.Tape`` every intermediate is a
 fresh array (kept for the backward pass); without one, buffers are reused.
 """
-
-from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
@@ -20,8 +22,11 @@ import numpy as np
 import warp as wp
 
 from .actuators import actuator_kernels
+from .batched_matmul import batched_matmul
 from .bias_forces import bias_force_kernels
 from .cholesky import cholesky_factor, solve_with_factor
+from .contact import ContactParams, contact_kernels
+from .divergence import divergence_kernels
 from .integrator import integrator_kernels
 from .kinematics import kinematics_kernels
 from .mass_matrix import mass_matrix_kernels
@@ -30,17 +35,73 @@ from .state import Control, State
 from .warp_setup import warp_types
 
 
-@dataclass
-class StepData:
-    """Intermediate results of one step (shapes in the stage modules). Kept per step for backward passes."""
+def _alloc(model: Model, shapes: dict, requires_grad: bool) -> dict:
+    return {name: wp.zeros(shape, dtype=dtype, device=model.device, requires_grad=requires_grad)
+            for name, (shape, dtype) in shapes.items()}
 
-    q_mid: wp.array
+
+@dataclass
+class KinematicsData:
+    """Forward kinematics and body velocities of one state (see :mod:`.kinematics`)."""
+
     body_rot: wp.array
     body_pos: wp.array
     dof_ang: wp.array
     dof_lin: wp.array
     body_vel_ang: wp.array
     body_vel_lin: wp.array
+
+    @staticmethod
+    def shapes(model: Model) -> dict:
+        t = warp_types(model.dtype)
+        N, B, nv = model.num_envs, model.num_bodies, model.nv
+        return {"body_rot": ((N, B), t.mat33), "body_pos": ((N, B), t.vec3), "dof_ang": ((N, nv), t.vec3),
+                "dof_lin": ((N, nv), t.vec3), "body_vel_ang": ((N, B), t.vec3), "body_vel_lin": ((N, B), t.vec3)}
+
+    @classmethod
+    def allocate(cls, model: Model, requires_grad: bool):
+        return cls(**_alloc(model, cls.shapes(model), requires_grad))
+
+
+@dataclass
+class ContactData:
+    """Contact intermediates of one step (shapes: F feet, C = 3F contact rows)."""
+
+    gap: wp.array  # [N, F] signed gap (m)
+    frame: wp.array  # [N, F, 3] vec3: normal, tangent 1, tangent 2
+    J: wp.array  # [N, C, nv]
+    Jt: wp.array  # [N, nv, C]
+    u_free: wp.array  # [N, nv, 1]
+    c: wp.array  # [N, C, 1] contact-point velocity without impulses (m/s)
+    Y: wp.array  # [N, nv, C] = H^-1 J^T
+    G: wp.array  # [N, C, C] Delassus matrix
+    weight: wp.array  # [N, F] smoothing weight / contact state
+    target: wp.array  # [N, F] vec3 free contact velocity with penetration stabilisation (m/s)
+    history: wp.array  # [N, iterations + 1, F] vec3 PGS iterates
+    impulse: wp.array  # [N, C, 1] applied impulses in the contact frames (N s)
+    du_contact: wp.array  # [N, nv, 1]
+    force: wp.array  # [N, F] vec3 mean contact force over the step, world frame (N)
+
+    @classmethod
+    def allocate(cls, model: Model, params: ContactParams, requires_grad: bool):
+        t = warp_types(model.dtype)
+        N, F, nv, s = model.num_envs, model.num_feet, model.nv, model.dtype
+        C = 3 * F
+        shapes = {
+            "gap": ((N, F), s), "frame": ((N, F, 3), t.vec3), "J": ((N, C, nv), s), "Jt": ((N, nv, C), s),
+            "u_free": ((N, nv, 1), s), "c": ((N, C, 1), s), "Y": ((N, nv, C), s), "G": ((N, C, C), s),
+            "weight": ((N, F), s), "target": ((N, F), t.vec3), "history": ((N, params.iterations + 1, F), t.vec3),
+            "impulse": ((N, C, 1), s), "du_contact": ((N, nv, 1), s), "force": ((N, F), t.vec3),
+        }
+        return cls(**_alloc(model, shapes, requires_grad))
+
+
+@dataclass
+class StepData:
+    """Intermediate results of one step (shapes in the stage modules). Kept per step for backward passes."""
+
+    q_mid: wp.array
+    kin: KinematicsData
     inertia_m: wp.array
     inertia_h: wp.array
     inertia_J: wp.array
@@ -59,53 +120,83 @@ class StepData:
     tau: wp.array
     rhs: wp.array
     du: wp.array
+    u_new: wp.array
+    q_new: wp.array
+    diverged: wp.array
+    contact: ContactData | None = None
 
     @staticmethod
-    def allocate(model: Model, requires_grad: bool) -> "StepData":
+    def allocate(model: Model, requires_grad: bool, contact: ContactParams | None = None) -> "StepData":
         t = warp_types(model.dtype)
-        N, B, n, nv = model.num_envs, model.num_bodies, model.num_joints, model.nv
+        N, B, n, nv, s = model.num_envs, model.num_bodies, model.num_joints, model.nv, model.dtype
         shapes = {
-            "q_mid": ((N, model.nq), model.dtype),
-            "body_rot": ((N, B), t.mat33), "body_pos": ((N, B), t.vec3),
-            "dof_ang": ((N, nv), t.vec3), "dof_lin": ((N, nv), t.vec3),
-            "body_vel_ang": ((N, B), t.vec3), "body_vel_lin": ((N, B), t.vec3),
-            "inertia_m": ((N, B), model.dtype), "inertia_h": ((N, B), t.vec3), "inertia_J": ((N, B), t.mat33),
-            "composite_m": ((N, B), model.dtype), "composite_h": ((N, B), t.vec3),
-            "composite_J": ((N, B), t.mat33),
-            "H": ((N, nv, nv), model.dtype), "L": ((N, nv, nv), model.dtype),
+            "q_mid": ((N, model.nq), s),
+            "inertia_m": ((N, B), s), "inertia_h": ((N, B), t.vec3), "inertia_J": ((N, B), t.mat33),
+            "composite_m": ((N, B), s), "composite_h": ((N, B), t.vec3), "composite_J": ((N, B), t.mat33),
+            "H": ((N, nv, nv), s), "L": ((N, nv, nv), s),
             "body_acc_ang": ((N, B), t.vec3), "body_acc_lin": ((N, B), t.vec3),
             "body_force_ang": ((N, B), t.vec3), "body_force_lin": ((N, B), t.vec3),
             "subtree_force_ang": ((N, B), t.vec3), "subtree_force_lin": ((N, B), t.vec3),
-            "bias": ((N, nv), model.dtype), "tau": ((N, n), model.dtype),
-            "rhs": ((N, nv, 1), model.dtype), "du": ((N, nv, 1), model.dtype),
+            "bias": ((N, nv), s), "tau": ((N, n), s), "rhs": ((N, nv, 1), s), "du": ((N, nv, 1), s),
+            "u_new": ((N, nv), s), "q_new": ((N, model.nq), s),
         }
-        return StepData(**{
-            name: wp.zeros(shape, dtype=dtype, device=model.device, requires_grad=requires_grad)
-            for name, (shape, dtype) in shapes.items()
-        })
+        arrays = _alloc(model, shapes, requires_grad)
+        arrays["diverged"] = wp.zeros(N, dtype=wp.int32, device=model.device)
+        with_contact = contact is not None and contact.mode != "none" and model.num_feet > 0
+        return StepData(kin=KinematicsData.allocate(model, requires_grad),
+                        contact=ContactData.allocate(model, contact, requires_grad) if with_contact else None,
+                        **arrays)
 
     def zero_accumulators(self) -> None:
-        for name in ("composite_m", "composite_h", "composite_J", "H", "subtree_force_ang", "subtree_force_lin"):
+        for name in ("composite_m", "composite_h", "composite_J", "H", "subtree_force_ang", "subtree_force_lin",
+                     "diverged"):
             getattr(self, name).zero_()
+        if self.contact is not None:
+            self.contact.J.zero_()
+            self.contact.Jt.zero_()
 
     def nbytes(self) -> int:
-        return sum(getattr(self, f.name).capacity for f in fields(self))
+        total = 0
+        for group in (self, self.kin, self.contact):
+            if group is None:
+                continue
+            for f in fields(group):
+                value = getattr(group, f.name)
+                if isinstance(value, wp.array):
+                    total += value.capacity
+        return total
 
 
 class Simulator:
-    """Runs Moreau steps of ``model`` with time step ``dt`` (s)."""
+    """Runs Moreau steps of ``model`` with time step ``dt`` (s) and contact model ``contact``.
 
-    def __init__(self, model: Model, dt: float = 0.005):
+    ``max_speed`` (m/s or rad/s) and ``max_distance`` (m) bound a sane state; an environment leaving them, or
+    turning non-finite, is flagged in ``StepData.diverged`` and keeps its previous state.
+    """
+
+    def __init__(self, model: Model, dt: float = 0.005, contact: ContactParams | str | None = None,
+                 max_speed: float = 1.0e3, max_distance: float = 1.0e4):
         if not dt > 0:
             raise ValueError(f"dt must be positive, got {dt}")
+        if isinstance(contact, str):
+            contact = ContactParams(mode=contact)
         self.model = model
         self.dt = float(dt)
+        self.contact = contact if contact is not None else ContactParams(mode="none")
+        if self.contact.mode != "none" and model.num_feet == 0:
+            raise ValueError(f"contact mode '{self.contact.mode}' needs foot spheres; robot "
+                             f"'{model.robot.name}' has none")
+        self.max_speed = float(max_speed)
+        self.max_distance = float(max_distance)
         d = model.dtype
         self._fk, self._vel, self._feet = kinematics_kernels(d)
         self._inertia, self._composite, self._crba = mass_matrix_kernels(d)
         self._rnea, self._subtree_force, self._project = bias_force_kernels(d)
         self._actuator, self._rhs = actuator_kernels(d)
-        self._integrate, self._add_velocity = integrator_kernels(d)
+        self._integrate, self._add_velocity, self._free_velocity, self._column_sum = integrator_kernels(d)
+        self._detect, self._select = divergence_kernels(d)
+        if model.num_feet > 0:
+            self._contact_geometry, self._pgs, self._contact_force = contact_kernels(d, model.num_feet)
         self._buffers: StepData | None = None
         self._scalar = d
         self._gravity = warp_types(d).vec3(*model.gravity)
@@ -139,26 +230,26 @@ class Simulator:
     def step(self, state_in: State, control: Control, state_out: State, tape: wp.Tape | None = None) -> StepData:
         """Advance ``state_in`` by one step into ``state_out``; record on ``tape`` when given."""
         if tape is not None:
-            data = StepData.allocate(self.model, requires_grad=True)
+            data = StepData.allocate(self.model, requires_grad=True, contact=self.contact)
             with tape:
                 self._run(state_in, control, state_out, data, tape)
         else:
-            if self._buffers is None:
-                self._buffers = StepData.allocate(self.model, requires_grad=False)
+            if self._buffers is None or (self._buffers.contact is not None
+                                         and self._buffers.contact.history.shape[1] != self.contact.iterations + 1):
+                self._buffers = StepData.allocate(self.model, requires_grad=False, contact=self.contact)
             data = self._buffers
             data.zero_accumulators()
             self._run(state_in, control, state_out, data, None)
         return data
 
+    def _launch(self, kernel, dim, inputs) -> None:
+        wp.launch(kernel, dim=dim, inputs=inputs, device=self.model.device)
+
     def _run(self, s: State, c: Control, out: State, d: StepData, tape: wp.Tape | None) -> None:
         m = self.model
-        N, B, n, nv = m.num_envs, m.num_bodies, m.num_joints, m.nv
+        N, n, nv = m.num_envs, m.num_joints, m.nv
         dt = self._scalar(self.dt)
-        dev = m.device
-
-        def launch(kernel, dim, inputs):
-            wp.launch(kernel, dim=dim, inputs=inputs, device=dev)
-
+        launch = self._launch
         launch(self._integrate, (N, m.nq), [s.q, s.u, s.u, self._scalar(0.5 * self.dt), d.q_mid])
         self._dynamics(d.q_mid, s.u, d)
         launch(self._actuator, (N, n), [d.q_mid, s.u, c.joint_target, c.joint_torque, m.joint_stiffness,
@@ -167,41 +258,65 @@ class Simulator:
         launch(self._rhs, (N, nv), [s.u, d.tau, d.bias, m.joint_friction_damping, dt, int(m.fixed_base), d.rhs])
         cholesky_factor(d.H, m.dof_parent, d.L)
         solve_with_factor(d.H, m.dof_parent, d.L, d.rhs, d.du, tape)
-        launch(self._add_velocity, (N, nv), [s.u, d.du, out.u])
-        launch(self._integrate, (N, m.nq), [s.q, s.u, out.u, dt, out.q])
+        if d.contact is None:
+            launch(self._add_velocity, (N, nv), [s.u, d.du, d.u_new])
+        else:
+            self._contact_impulses(s, d, tape)
+            launch(self._column_sum, (N, nv), [d.contact.u_free, d.contact.du_contact, d.u_new])
+        launch(self._integrate, (N, m.nq), [s.q, s.u, d.u_new, dt, d.q_new])
+        wp.launch(self._detect, dim=(N, max(m.nq, nv)), inputs=[d.q_new, d.u_new, self._scalar(self.max_speed),
+                                                                self._scalar(self.max_distance), d.diverged],
+                  device=m.device, record_tape=False)
+        launch(self._select, (N, m.nq), [d.q_new, s.q, d.diverged, out.q])
+        launch(self._select, (N, nv), [d.u_new, s.u, d.diverged, out.u])
 
-    def kinematics(self, q: wp.array, u: wp.array, d: StepData) -> None:
-        """Forward kinematics, motion subspace and body velocities of ``(q, u)`` into ``d``."""
+    def _contact_impulses(self, s: State, d: StepData, tape: wp.Tape | None) -> None:
+        """Contact geometry at the midpoint, Delassus matrix, impulses and their velocity change."""
+        m, p, cd = self.model, self.contact, d.contact
+        N, F, nv = m.num_envs, m.num_feet, m.nv
+        self._launch(self._contact_geometry, (N, F), [
+            d.q_mid, d.kin.body_rot, d.kin.body_pos, d.kin.dof_ang, d.kin.dof_lin, m.foot_body, m.foot_offset,
+            m.foot_radius, m.ancestor_start, m.ancestor_index, m.ground_height, cd.gap, cd.frame, cd.J, cd.Jt])
+        self._launch(self._free_velocity, (N, nv), [s.u, d.du, cd.u_free])
+        batched_matmul(cd.J, cd.u_free, cd.c, tape=tape)
+        solve_with_factor(d.H, m.dof_parent, d.L, cd.Jt, cd.Y, tape)
+        batched_matmul(cd.J, cd.Y, cd.G, tape=tape)
+        weight_mode, gap_rate, compliance_n, compliance_t = p.solver_terms(self.dt)
+        self._launch(self._pgs, N, [
+            cd.G, cd.c, cd.gap, m.friction, weight_mode, self._scalar(p.kappa), self._scalar(p.col_height),
+            int(p.iterations), self._scalar(gap_rate), self._scalar(compliance_n), self._scalar(compliance_t),
+            self._scalar(p.relaxation), cd.weight, cd.target, cd.history, cd.impulse])
+        batched_matmul(cd.Y, cd.impulse, cd.du_contact, tape=tape)
+        self._launch(self._contact_force, (N, F), [cd.impulse, cd.frame, self._scalar(1.0 / self.dt), cd.force])
+
+    def kinematics(self, q: wp.array, u: wp.array, k: KinematicsData) -> None:
+        """Forward kinematics, motion subspace and body velocities of ``(q, u)`` into ``k``."""
         m = self.model
-        wp.launch(self._fk, dim=m.num_envs, device=m.device,
-                  inputs=[q, m.body_parent, m.body_pos0, m.body_quat0, m.joint_axis, d.body_rot, d.body_pos,
-                          d.dof_ang, d.dof_lin])
-        wp.launch(self._vel, dim=m.num_envs, device=m.device,
-                  inputs=[q, u, m.body_parent, d.body_rot, d.dof_ang, d.dof_lin, d.body_vel_ang, d.body_vel_lin])
+        self._launch(self._fk, m.num_envs, [q, m.body_parent, m.body_pos0, m.body_quat0, m.joint_axis, k.body_rot,
+                                            k.body_pos, k.dof_ang, k.dof_lin])
+        self._launch(self._vel, m.num_envs, [q, u, m.body_parent, k.body_rot, k.dof_ang, k.dof_lin, k.body_vel_ang,
+                                             k.body_vel_lin])
 
-    # -- dynamics terms, for tests and tools -------------------------------------------------------------
     def _dynamics(self, q: wp.array, u: wp.array, d: StepData) -> None:
         """Kinematics, H (CRBA) and bias forces (RNEA) at ``(q, u)`` into ``d`` (accumulators zeroed)."""
-        m = self.model
+        m, k = self.model, d.kin
         N, B, nv = m.num_envs, m.num_bodies, m.nv
-
-        def launch(kernel, dim, inputs):
-            wp.launch(kernel, dim=dim, inputs=inputs, device=m.device)
-
-        self.kinematics(q, u, d)
-        launch(self._inertia, (N, B), [d.body_rot, d.body_pos, m.body_mass, m.body_com, m.body_inertia,
+        launch = self._launch
+        self.kinematics(q, u, k)
+        launch(self._inertia, (N, B), [k.body_rot, k.body_pos, m.body_mass, m.body_com, m.body_inertia,
                                        d.inertia_m, d.inertia_h, d.inertia_J])
         launch(self._composite, (N, B), [m.subtree_start, m.subtree_index, d.inertia_m, d.inertia_h, d.inertia_J,
                                          d.composite_m, d.composite_h, d.composite_J])
-        launch(self._crba, (N, B), [m.ancestor_start, m.ancestor_index, m.joint_armature, d.dof_ang, d.dof_lin,
+        launch(self._crba, (N, B), [m.ancestor_start, m.ancestor_index, m.joint_armature, k.dof_ang, k.dof_lin,
                                     d.composite_m, d.composite_h, d.composite_J, int(m.fixed_base), d.H])
-        launch(self._rnea, N, [u, self._gravity, m.body_parent, d.dof_ang, d.dof_lin, d.body_vel_ang,
-                               d.body_vel_lin, d.inertia_m, d.inertia_h, d.inertia_J, d.body_acc_ang,
+        launch(self._rnea, N, [u, self._gravity, m.body_parent, k.dof_ang, k.dof_lin, k.body_vel_ang,
+                               k.body_vel_lin, d.inertia_m, d.inertia_h, d.inertia_J, d.body_acc_ang,
                                d.body_acc_lin, d.body_force_ang, d.body_force_lin])
         launch(self._subtree_force, (N, B), [m.subtree_start, m.subtree_index, d.body_force_ang, d.body_force_lin,
                                              d.subtree_force_ang, d.subtree_force_lin])
-        launch(self._project, (N, nv), [d.dof_ang, d.dof_lin, d.subtree_force_ang, d.subtree_force_lin, d.bias])
+        launch(self._project, (N, nv), [k.dof_ang, k.dof_lin, d.subtree_force_ang, d.subtree_force_lin, d.bias])
 
+    # -- queries, for tasks, tests and tools ---------------------------------------------------------------
     def dynamics_terms(self, q: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``H(q)`` [N, nv, nv] and ``bias(q, u)`` [N, nv] at the given state (no time stepping)."""
         state = self.state(q, u)
@@ -217,15 +332,15 @@ class Simulator:
         m = self.model
         t = warp_types(m.dtype)
         grad = tape is not None
-        d = StepData.allocate(m, requires_grad=grad)
+        k = KinematicsData.allocate(m, requires_grad=grad)
         kw = dict(dtype=t.vec3, device=m.device, requires_grad=grad)
         pos, vel, rel = (wp.zeros((m.num_envs, m.num_feet), **kw) for _ in range(3))
 
         def run():
-            self.kinematics(q, u, d)
-            wp.launch(self._feet, dim=(m.num_envs, m.num_feet), device=m.device,
-                      inputs=[q, d.body_rot, d.body_pos, d.body_vel_ang, d.body_vel_lin, m.foot_body,
-                              m.foot_offset, pos, vel, rel])
+            self.kinematics(q, u, k)
+            self._launch(self._feet, (m.num_envs, m.num_feet), [q, k.body_rot, k.body_pos, k.body_vel_ang,
+                                                                k.body_vel_lin, m.foot_body, m.foot_offset, pos,
+                                                                vel, rel])
 
         if tape is None:
             run()

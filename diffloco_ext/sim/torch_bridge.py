@@ -1,8 +1,9 @@
 """PyTorch bridge: simulator steps as differentiable torch operations.
 
 :class:`TorchSimulator` wraps a :class:`~.simulator.Simulator`. Its :meth:`~TorchSimulator.step` takes torch
-tensors ``q`` [N, nq], ``u`` [N, nv], joint targets [N, n] (and optional feed-forward torques) and returns the
-next ``q``, ``u`` and the foot positions/velocities [N, F, 3] at the new state. Each call records one step on
+tensors ``q`` [N, nq], ``u`` [N, nv], joint targets [N, n] (and optional feed-forward torques) and returns a
+:class:`StepOutput`: the next ``q``, ``u``, the foot positions/velocities [N, F, 3] at the new state, the mean
+contact force on each foot over the step [N, F, 3] (world frame, N) and the per-env divergence flags [N]. Each call records one step on
 its own ``wp.Tape``; torch's autograd chains the steps, so gradients flow through whole rollouts, to the
 initial state, the actions, and the model parameters exposed by :meth:`~TorchSimulator.parameters`
 (zero-copy views of the Warp arrays: writing into them, e.g. for domain randomisation, changes the model).
@@ -13,6 +14,8 @@ Memory: a step kept for backward holds its :class:`~.simulator.StepData` (``Step
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 import warp as wp
 
@@ -20,6 +23,15 @@ from .simulator import Simulator
 from .state import Control, State
 
 _TORCH_DTYPES = {wp.float32: torch.float32, wp.float64: torch.float64}
+
+
+class StepOutput(NamedTuple):
+    q: torch.Tensor  # [N, nq]
+    u: torch.Tensor  # [N, nv]
+    foot_pos: torch.Tensor  # [N, F, 3] world (m)
+    foot_vel: torch.Tensor  # [N, F, 3] world (m/s)
+    contact_force: torch.Tensor  # [N, F, 3] world (N), mean over the step
+    diverged: torch.Tensor  # [N] bool: the env's step diverged and its state was held
 
 
 class _StepFunction(torch.autograd.Function):
@@ -34,22 +46,35 @@ class _StepFunction(torch.autograd.Function):
         state_in = State(q=warp_in(q), u=warp_in(u))
         control = Control(joint_target=warp_in(joint_target), joint_torque=warp_in(joint_torque))
         state_out = sim.empty_state(requires_grad=True)
-        sim.step(state_in, control, state_out, tape=tape)
+        data = sim.step(state_in, control, state_out, tape=tape)
         foot_pos, foot_vel = sim.foot_kinematics(state_out.q, state_out.u, tape=tape)
-        ctx.saved = (bridge, tape, state_in, control, state_out, foot_pos, foot_vel)
-        n_feet = model.num_feet
+        N, F = model.num_envs, model.num_feet
+        if data.contact is not None:
+            force = data.contact.force
+            force_t = wp.to_torch(force).reshape(N, F, 3).clone()
+        else:
+            force = None
+            force_t = torch.zeros((N, F, 3), dtype=q.dtype, device=q.device)
+        diverged = wp.to_torch(data.diverged).bool().clone()
+        ctx.mark_non_differentiable(diverged)
+        ctx.saved = (bridge, tape, state_in, control, state_out, foot_pos, foot_vel, force)
         return (
             wp.to_torch(state_out.q).clone(),
             wp.to_torch(state_out.u).clone(),
-            wp.to_torch(foot_pos).reshape(model.num_envs, n_feet, 3).clone(),
-            wp.to_torch(foot_vel).reshape(model.num_envs, n_feet, 3).clone(),
+            wp.to_torch(foot_pos).reshape(N, F, 3).clone(),
+            wp.to_torch(foot_vel).reshape(N, F, 3).clone(),
+            force_t,
+            diverged,
         )
 
     @staticmethod
-    def backward(ctx, g_q, g_u, g_foot_pos, g_foot_vel):
-        bridge, tape, state_in, control, state_out, foot_pos, foot_vel = ctx.saved
+    def backward(ctx, g_q, g_u, g_foot_pos, g_foot_vel, g_force, _g_diverged):
+        bridge, tape, state_in, control, state_out, foot_pos, foot_vel, force = ctx.saved
         model = bridge.sim.model
-        for arr, grad in ((state_out.q, g_q), (state_out.u, g_u), (foot_pos, g_foot_pos), (foot_vel, g_foot_vel)):
+        outputs = [(state_out.q, g_q), (state_out.u, g_u), (foot_pos, g_foot_pos), (foot_vel, g_foot_vel)]
+        if force is not None:
+            outputs.append((force, g_force))
+        for arr, grad in outputs:
             if grad is not None:
                 wp.to_torch(arr.grad).copy_(grad.reshape(wp.to_torch(arr.grad).shape))
         params = bridge.parameter_arrays()
@@ -73,7 +98,7 @@ class _StepFunction(torch.autograd.Function):
 class TorchSimulator:
     """Differentiable torch front-end of a :class:`Simulator` (same device, same precision)."""
 
-    parameter_names = ("body_mass", "body_com", "body_inertia", "joint_stiffness", "joint_damping")
+    parameter_names = ("body_mass", "body_com", "body_inertia", "joint_stiffness", "joint_damping", "friction")
 
     def __init__(self, sim: Simulator):
         self.sim = sim
@@ -103,7 +128,7 @@ class TorchSimulator:
 
     def step(self, q: torch.Tensor, u: torch.Tensor, joint_target: torch.Tensor,
              joint_torque: torch.Tensor | None = None, params: dict[str, torch.Tensor] | None = None):
-        """One differentiable step. Returns ``(q_next, u_next, foot_pos, foot_vel)``.
+        """One differentiable step. Returns a :class:`StepOutput`.
 
         ``params`` (default: :meth:`parameters`) are passed to autograd so gradients reach them; they must be
         the zero-copy views returned by :meth:`parameters` (possibly with ``requires_grad`` set).
@@ -117,8 +142,8 @@ class TorchSimulator:
             joint_torque = torch.zeros_like(joint_target)
         self._check("joint_torque", joint_torque, (N, m.num_joints))
         params = self._params if params is None else params
-        return _StepFunction.apply(self, q, u, joint_target, joint_torque,
-                                   *(params[name] for name in self.parameter_names))
+        return StepOutput(*_StepFunction.apply(self, q, u, joint_target, joint_torque,
+                                               *(params[name] for name in self.parameter_names)))
 
     def rollout(self, q0: torch.Tensor, u0: torch.Tensor, joint_targets: torch.Tensor,
                 params: dict[str, torch.Tensor] | None = None):
@@ -126,7 +151,7 @@ class TorchSimulator:
         qs, us = [], []
         q, u = q0, u0
         for target in joint_targets:
-            q, u, _, _ = self.step(q, u, target, params=params)
+            q, u = self.step(q, u, target, params=params)[:2]
             qs.append(q)
             us.append(u)
         return torch.stack(qs), torch.stack(us)

@@ -1,0 +1,270 @@
+"""Stage: foot-ground contact — candidates, contact Jacobian, Delassus matrix, impulses (three modes).
+
+One solver, three modes chosen per simulation (``ContactParams.mode``), sharing the geometry, the Jacobian and
+the velocity update ``u_E = u_A + H^-1 (dt h + J^T P)``:
+
+* ``"smoothed"`` (paper A): projected Gauss-Seidel on the impulses with every contact's influence weighted by
+  ``sigma(g) = 1 / (1 + exp(kappa g))`` of its signed gap ``g`` (m): inside the sweep contact ``j`` enters
+  contact ``i``'s residual as ``sigma_j G_ij P_j``; after the sweep ``P_i <- sigma_i P_i``. Contacts farther than
+  ``col_height`` above the ground get ``sigma = 0``. ``kappa`` (1/m) is read at every step: change it freely.
+* ``"hard"``: the same solver with ``sigma`` the step function (1 for ``g <= 0``, else 0).
+* ``"soft"``: penalty spring-damper ``f_n = k_p (-g) - k_d v_n`` for ``g < 0`` with regularised Coulomb friction
+  ``f_t = -k_f v_t`` capped at ``mu f_n``, taken implicitly (at the end-of-step velocity, so it is stable at any
+  ``dt``): the same Gauss-Seidel solve with compliance ``R_n = 1 / (dt (k_p dt + k_d))``, ``R_t = 1 / (dt k_f)`` on
+  the diagonal and the spring's pull ``k_p g / (k_p dt + k_d)`` in the normal target; weights are the step
+  function.
+
+Projected Gauss-Seidel (fixed ``iterations``, default 10): ``P_i`` (normal, tangent 1, tangent 2; N·s, normal
+positive when pushing) starts at ``-G_ii^-1 c_i`` and each sweep updates, contact by contact, the normal, then
+the first and second tangential component, each by an exact scalar Gauss-Seidel step on the residual
+``w_i = c_i + sum_j G_ij P_j`` (``c`` the contact-point velocity without contact impulses), then applies the
+projection of paper A: ``P_n <= 0 -> P_i = 0``; ``|P_t| > mu P_n -> P_t`` scaled to ``mu P_n``. (Updating the three
+components one after the other converges much faster than one step on the 3-vector: a standing ANYmal drifts
+11 µm in 8 s with 10 sweeps instead of 1 mm.) Penetration is bounded by a Baumgarte-style term in hard mode
+(``stabilization``). Each iterate is written once into a history array, so Warp's tape differentiates the
+unrolled solve exactly.
+
+Ground: a horizontal plane per environment at height ``ground_height`` (m); the contact frame is the world
+``(z, x, y)``. A terrain with other heights/normals replaces :func:`_terrain_query` (same signature).
+"""
+
+import functools
+from dataclasses import dataclass
+
+import warp as wp
+
+from .warp_setup import warp_types
+
+CONTACT_MODES = ("smoothed", "hard", "soft", "none")
+_MODE_ID = {"smoothed": 0, "hard": 1}
+
+
+@dataclass
+class ContactParams:
+    """Contact model settings (SI units).
+
+    Attributes:
+        mode: ``"smoothed"``, ``"hard"``, ``"soft"`` or ``"none"``.
+        kappa: Sigmoid sharpness of smoothed contact (1/m). Changeable between steps.
+        iterations: Projected Gauss-Seidel iterations (fixed count: the unrolled solve is differentiated).
+        col_height: Candidates farther than this above the ground get no impulse (m).
+        soft_stiffness: Penalty normal stiffness k_p (N/m).
+        soft_damping: Penalty normal damping k_d on the approach velocity (N s/m).
+        soft_friction_damping: Friction damping k_f of the regularised Coulomb law (N s/m).
+        stabilization: Fraction of a penetration removed per step (Baumgarte-style): a penetrating contact
+            (gap ``g < 0``) asks for a separating normal velocity ``-stabilization * g / dt``. It bounds the
+            penetration that a fixed, finite number of Gauss-Seidel iterations would otherwise let drift.
+            ``None``: 0.2 in hard mode, 0 in smoothed mode (smoothed contact stands where ``sigma ~ 1``, below
+            the surface: pushing it back to ``g = 0``, where ``sigma = 0.5``, halves friction and the robot slips).
+        relaxation: Over-relaxation of the Gauss-Seidel steps (1 = plain Gauss-Seidel).
+    """
+
+    mode: str = "smoothed"
+    kappa: float = 300.0
+    iterations: int = 10
+    col_height: float = 0.1
+    soft_stiffness: float = 2.0e4
+    soft_damping: float = 1.0e3
+    soft_friction_damping: float = 1.0e5
+    stabilization: float | None = None
+    relaxation: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.mode not in CONTACT_MODES:
+            raise ValueError(f"unknown contact mode '{self.mode}': use one of {CONTACT_MODES}")
+        if self.iterations < 1:
+            raise ValueError("iterations must be >= 1")
+        if not self.kappa > 0:
+            raise ValueError("kappa must be positive")
+        if self.stabilization is None:
+            self.stabilization = 0.2 if self.mode == "hard" else 0.0
+        if not 0.0 <= self.stabilization < 1.0:
+            raise ValueError("stabilization must be in [0, 1)")
+
+    def solver_terms(self, dt: float) -> tuple[int, float, float, float]:
+        """(weight mode, gap rate (1/s), normal and tangential compliance (s/kg)) for the PGS kernel."""
+        if self.mode == "soft":
+            k, d, kf = self.soft_stiffness, self.soft_damping, self.soft_friction_damping
+            return 1, k / (k * dt + d), 1.0 / (dt * (k * dt + d)), 1.0 / (dt * kf)
+        return _MODE_ID[self.mode], self.stabilization / dt, 0.0, 0.0
+
+
+@functools.cache
+def contact_kernels(dtype, num_contacts: int):
+    t = warp_types(dtype)
+    vec3, mat33 = t.vec3, t.mat33
+    NC = num_contacts
+    zero = dtype(0.0)
+    one = dtype(1.0)
+
+    @wp.func
+    def _terrain_query(ground_height: dtype, x: vec3):
+        """Ground height below ``x`` (m) and the unit normal there (flat ground)."""
+        return ground_height, vec3(zero, zero, one)
+
+    @wp.func
+    def _tangents(n: vec3):
+        a = vec3(one, zero, zero)
+        if wp.abs(n[0]) > dtype(0.9):
+            a = vec3(zero, one, zero)
+        t1 = wp.normalize(a - n * wp.dot(a, n))
+        return t1, wp.cross(n, t1)
+
+    @wp.kernel
+    def contact_geometry(
+        q: wp.array2d(dtype=dtype),
+        body_rot: wp.array2d(dtype=mat33),
+        body_pos: wp.array2d(dtype=vec3),
+        dof_ang: wp.array2d(dtype=vec3),
+        dof_lin: wp.array2d(dtype=vec3),
+        foot_body: wp.array(dtype=wp.int32),
+        foot_offset: wp.array(dtype=vec3),
+        foot_radius: wp.array(dtype=dtype),
+        ancestor_start: wp.array(dtype=wp.int32),
+        ancestor_index: wp.array(dtype=wp.int32),
+        ground_height: wp.array(dtype=dtype),
+        gap: wp.array2d(dtype=dtype),
+        frame: wp.array3d(dtype=vec3),
+        J: wp.array3d(dtype=dtype),
+        Jt: wp.array3d(dtype=dtype),
+    ):
+        """Signed gap (m), contact frame (normal, tangent 1, tangent 2) and Jacobian rows of foot ``f``.
+
+        ``J`` [N, 3F, nv] maps ``u`` to the contact point's velocity in the contact frame; ``Jt`` is its
+        transpose. Both must be zeroed (only the foot's root path is written).
+        """
+        e, f = wp.tid()
+        b = foot_body[f]
+        base = vec3(q[e, 0], q[e, 1], q[e, 2])
+        centre = body_pos[e, b] + body_rot[e, b] * foot_offset[f]
+        height, n = _terrain_query(ground_height[e], centre + base)
+        t1, t2 = _tangents(n)
+        r = centre - n * foot_radius[f]
+        gap[e, f] = wp.dot(n, centre + base) - foot_radius[f] - height
+        frame[e, f, 0] = n
+        frame[e, f, 1] = t1
+        frame[e, f, 2] = t2
+        for k in range(6):
+            v = dof_lin[e, k] + wp.cross(dof_ang[e, k], r)
+            J[e, 3 * f, k] = wp.dot(n, v)
+            J[e, 3 * f + 1, k] = wp.dot(t1, v)
+            J[e, 3 * f + 2, k] = wp.dot(t2, v)
+            Jt[e, k, 3 * f] = wp.dot(n, v)
+            Jt[e, k, 3 * f + 1] = wp.dot(t1, v)
+            Jt[e, k, 3 * f + 2] = wp.dot(t2, v)
+        for a in range(ancestor_start[b], ancestor_start[b + 1] + 1):
+            body = b
+            if a < ancestor_start[b + 1]:
+                body = ancestor_index[a]
+            k = 5 + body
+            v = dof_lin[e, k] + wp.cross(dof_ang[e, k], r)
+            J[e, 3 * f, k] = wp.dot(n, v)
+            J[e, 3 * f + 1, k] = wp.dot(t1, v)
+            J[e, 3 * f + 2, k] = wp.dot(t2, v)
+            Jt[e, k, 3 * f] = wp.dot(n, v)
+            Jt[e, k, 3 * f + 1] = wp.dot(t1, v)
+            Jt[e, k, 3 * f + 2] = wp.dot(t2, v)
+
+    @wp.func
+    def _block(G: wp.array3d(dtype=dtype), e: int, i: int, j: int):
+        return mat33(
+            G[e, 3 * i, 3 * j], G[e, 3 * i, 3 * j + 1], G[e, 3 * i, 3 * j + 2],
+            G[e, 3 * i + 1, 3 * j], G[e, 3 * i + 1, 3 * j + 1], G[e, 3 * i + 1, 3 * j + 2],
+            G[e, 3 * i + 2, 3 * j], G[e, 3 * i + 2, 3 * j + 1], G[e, 3 * i + 2, 3 * j + 2],
+        )
+
+    @wp.func
+    def _project(p: vec3, mu: dtype):
+        """Paper A's proximal projection: no pull; tangential impulse scaled into the friction cone."""
+        out = p
+        if p[0] <= zero:
+            out = vec3(zero, zero, zero)
+        else:
+            tn2 = p[1] * p[1] + p[2] * p[2]
+            limit = mu * p[0]
+            if tn2 > limit * limit:
+                scale = limit / wp.sqrt(tn2)
+                out = vec3(p[0], p[1] * scale, p[2] * scale)
+        return out
+
+    @wp.func
+    def _weight(g: dtype, mode: int, kappa: dtype, col_height: dtype):
+        w = zero
+        if mode == 1:
+            if g <= zero:
+                w = one
+        elif g <= col_height:
+            w = one / (one + wp.exp(wp.clamp(kappa * g, dtype(-100.0), dtype(50.0))))
+        return w
+
+    @wp.kernel
+    def projected_gauss_seidel(
+        G: wp.array3d(dtype=dtype),
+        c: wp.array3d(dtype=dtype),
+        gap: wp.array2d(dtype=dtype),
+        friction: wp.array(dtype=dtype),
+        mode: int,
+        kappa: dtype,
+        col_height: dtype,
+        iterations: int,
+        gap_rate: dtype,
+        compliance_n: dtype,
+        compliance_t: dtype,
+        relaxation: dtype,
+        weight: wp.array2d(dtype=dtype),
+        target: wp.array2d(dtype=vec3),
+        history: wp.array3d(dtype=vec3),
+        impulse: wp.array3d(dtype=dtype),
+    ):
+        """Impulses per contact: ``history`` [N, iterations + 1, F] holds every iterate (written once).
+
+        ``target`` [N, F] is each contact's free velocity plus ``gap_rate * min(g, 0)`` on the normal. The
+        compliance ``R = diag(compliance_n, compliance_t, compliance_t)`` is added to each diagonal block.
+        """
+        e = wp.tid()
+        mu = friction[e]
+        for i0 in range(NC):
+            g0 = gap[e, i0]
+            weight[e, i0] = _weight(g0, mode, kappa, col_height)
+            target[e, i0] = vec3(c[e, 3 * i0, 0] + gap_rate * wp.min(g0, zero), c[e, 3 * i0 + 1, 0],
+                                 c[e, 3 * i0 + 2, 0])
+        compliance = wp.diag(vec3(compliance_n, compliance_t, compliance_t))
+        for i1 in range(NC):
+            history[e, 0, i1] = _project(-(wp.inverse(_block(G, e, i1, i1) + compliance) * target[e, i1]), mu)
+        for it in range(iterations):
+            for i in range(NC):
+                Gii = _block(G, e, i, i) + compliance
+                p = history[e, it, i]
+                w = target[e, i] + Gii * p
+                for j in range(NC):
+                    if j < i:
+                        w = w + _block(G, e, i, j) * history[e, it + 1, j] * weight[e, j]
+                    elif j > i:
+                        w = w + _block(G, e, i, j) * history[e, it, j] * weight[e, j]
+                # normal first, then the tangential pair with the residual updated by the new normal impulse
+                pn = wp.max(p[0] - relaxation * w[0] / Gii[0, 0], zero)
+                dn = pn - p[0]
+                t1 = p[1] - relaxation * (w[1] + Gii[1, 0] * dn) / Gii[1, 1]
+                t2 = p[2] - relaxation * (w[2] + Gii[2, 0] * dn + Gii[2, 1] * (t1 - p[1])) / Gii[2, 2]
+                history[e, it + 1, i] = _project(vec3(pn, t1, t2), mu)
+        for i2 in range(NC):
+            applied = history[e, iterations, i2] * weight[e, i2]
+            impulse[e, 3 * i2, 0] = applied[0]
+            impulse[e, 3 * i2 + 1, 0] = applied[1]
+            impulse[e, 3 * i2 + 2, 0] = applied[2]
+
+    @wp.kernel
+    def contact_force_world(
+        impulse: wp.array3d(dtype=dtype),
+        frame: wp.array3d(dtype=vec3),
+        inv_dt: dtype,
+        force: wp.array2d(dtype=vec3),
+    ):
+        """Average contact force on each foot over the step, world frame (N)."""
+        e, i = wp.tid()
+        force[e, i] = (frame[e, i, 0] * impulse[e, 3 * i, 0] + frame[e, i, 1] * impulse[e, 3 * i + 1, 0]
+                       + frame[e, i, 2] * impulse[e, 3 * i + 2, 0]) * inv_dt
+
+    return contact_geometry, projected_gauss_seidel, contact_force_world
+
+
