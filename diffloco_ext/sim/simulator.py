@@ -281,10 +281,12 @@ class Simulator:
         batched_matmul(cd.J, cd.u_free, cd.c, tape=tape)
         solve_with_factor(d.H, m.dof_parent, d.L, cd.Jt, cd.Y, tape)
         batched_matmul(cd.J, cd.Y, cd.G, tape=tape)
-        weight_mode, gap_rate, compliance_n, compliance_t = p.solver_terms(self.dt)
+        weight_mode, gap_rate, gap_offset, max_push, compliance_n, compliance_t = p.solver_terms(self.dt)
         self._launch(self._pgs, N, [
             cd.G, cd.c, cd.gap, m.friction, weight_mode, self._scalar(p.kappa), self._scalar(p.col_height),
-            int(p.iterations), self._scalar(gap_rate), self._scalar(compliance_n), self._scalar(compliance_t),
+            int(p.iterations), self._scalar(gap_rate), self._scalar(gap_offset), self._scalar(max_push),
+            self._scalar(compliance_n),
+            self._scalar(compliance_t),
             self._scalar(p.relaxation), cd.weight, cd.target, cd.history, cd.impulse])
         batched_matmul(cd.Y, cd.impulse, cd.du_contact, tape=tape)
         self._launch(self._contact_force, (N, F), [cd.impulse, cd.frame, self._scalar(1.0 / self.dt), cd.force])

@@ -32,7 +32,7 @@ def setup():
 def scalar_loss(bridge, q, u, targets, weights, steps):
     total = 0.0
     for _ in range(steps):
-        q, u, foot_pos, foot_vel = bridge.step(q, u, targets)
+        q, u, foot_pos, foot_vel = bridge.step(q, u, targets)[:4]
         for out, w in zip((q, u, foot_pos, foot_vel), weights):
             total = total + (out * w).sum()
     return total
@@ -92,7 +92,7 @@ def test_cuda_gradients_match_cpu():
         q = torch.tensor(bridge.sim.model.default_q(), device=dev)
         u = torch.zeros((2, 18), dtype=torch.float64, device=dev, requires_grad=True)
         tgt = torch.tensor(np.tile(bridge.sim.model.default_joint_pos, (2, 1)), device=dev, requires_grad=True)
-        q1, u1, _, _ = bridge.step(q, u, tgt)
+        q1, u1 = bridge.step(q, u, tgt)[:2]
         (q1.sum() + u1.sum()).backward()
         results.append((q1.cpu(), tgt.grad.cpu()))
     torch.testing.assert_close(results[0][0], results[1][0], rtol=1e-10, atol=1e-10)

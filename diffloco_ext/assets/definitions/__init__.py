@@ -46,7 +46,10 @@ def anymal_default_joint_pos() -> dict[str, float]:
     return pose
 
 
-#: ANYdrive 3 as Isaac Lab's simple DC-motor model (``ANYDRIVE_3_SIMPLE_ACTUATOR_CFG``): k_p 40 N·m/rad,
-#: k_d 5 N·m·s/rad, 80 N·m effort limit, 120 N·m saturation, 7.5 rad/s.
-ANYDRIVE_3 = ActuatorParams(stiffness=40.0, damping=5.0, effort_limit=80.0, saturation_effort=120.0,
+#: ANYdrive 3 as a DC-motor model: the envelope of Isaac Lab's ``ANYDRIVE_3_SIMPLE_ACTUATOR_CFG`` (80 N·m effort
+#: limit, 120 N·m saturation, 7.5 rad/s) with PD gains k_p 80 N·m/rad (legged_gym's ANYmal value) and
+#: k_d 4 N·m·s/rad. Isaac Lab's simple gains (k_p 40, k_d 5) cannot hold the 57 kg ANYmal D in its default pose:
+#: in our hard-contact simulation it sags to a 0.41 m base height and shifts 13 cm backwards; with 80/4 it stands
+#: at 0.545 m, still within 0.1 mm over 10 s (tests/sim/test_contact_physics.py).
+ANYDRIVE_3 = ActuatorParams(stiffness=80.0, damping=4.0, effort_limit=80.0, saturation_effort=120.0,
                             velocity_limit=7.5)
