@@ -179,46 +179,51 @@ class PointMassCfg:
 
     num_envs: int = 64
     seed: int = 0
+    dim: int = 2
+    """Number of spatial dimensions (= number of actions)."""
     dt: float = 0.1
     mass: float = 1.0
     max_force: float = 1.0
     """Force per axis at action 1 [N]."""
     drag: float = 0.5
     """Linear drag coefficient [1/s]."""
-    arena_radius: float = 3.0
-    """Leaving this disc is a termination [m]."""
+    arena_half_width: float = 3.0
+    """Leaving the box [-w, w]^dim is a termination [m]."""
     init_position: float = 2.0
-    """Initial position drawn uniformly from [-init_position, init_position]² [m]."""
+    """Initial position drawn uniformly from [-init_position, init_position]^dim [m]."""
     init_velocity: float = 0.5
     max_episode_length: int = 100
     action_cost: float = 0.01
 
 
 class PointMassEnv(_TorchToyEnv):
-    """Point mass pushed towards the origin; terminates when it leaves the arena.
+    """Point mass (in ``dim`` dimensions, default 2) pushed towards the origin; terminates when it leaves the arena.
 
-    State ``(x, y, vx, vy)``; v̇ = F/m − drag·v, semi-implicit Euler. Observation = state, ``(N, 4)``.
-    Reward r = exp(−|p|²/2) − c_a |a|² (positive, so terminating early loses reward).
+    State ``(p, v)``, ``(N, 2·dim)``; v̇ = F/m − drag·v, semi-implicit Euler. Observation = state.
+    Reward r = exp(−|p|²/(2·dim)) − c_a |a|²/dim (positive, so terminating early loses reward).
     """
 
     def __init__(self, cfg: PointMassCfg | None = None, device: str | torch.device = "cpu") -> None:
-        super().__init__(cfg or PointMassCfg(), num_actions=2, device=device)
+        cfg = cfg or PointMassCfg()
+        super().__init__(cfg, num_actions=int(cfg.dim), device=device)
 
     def _sample_state(self, n: int) -> torch.Tensor:
-        return torch.cat([self._uniform(n, 2, self.cfg.init_position), self._uniform(n, 2, self.cfg.init_velocity)], -1)
+        d = int(self.cfg.dim)
+        return torch.cat([self._uniform(n, d, self.cfg.init_position), self._uniform(n, d, self.cfg.init_velocity)], -1)
 
     def _dynamics(self, state: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         c = self.cfg
-        pos, vel = state[:, :2], state[:, 2:]
+        pos, vel = state[:, : c.dim], state[:, c.dim :]
         vel = vel + c.dt * (c.max_force * actions / c.mass - c.drag * vel)
         pos = pos + c.dt * vel
         return torch.cat([pos, vel], dim=-1)
 
     def _reward(self, state: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        return torch.exp(-0.5 * (state[:, :2] ** 2).sum(-1)) - self.cfg.action_cost * (actions**2).sum(-1)
+        pos = state[:, : self.cfg.dim]
+        return torch.exp(-0.5 * (pos**2).mean(-1)) - self.cfg.action_cost * (actions**2).mean(-1)
 
     def _terminated(self, state: torch.Tensor) -> torch.Tensor:
-        return (state[:, :2] ** 2).sum(-1) > self.cfg.arena_radius**2
+        return (state[:, : self.cfg.dim].abs() > self.cfg.arena_half_width).any(-1)
 
     def _observe(self, state: torch.Tensor) -> torch.Tensor:
         return state.clone()

@@ -1,0 +1,117 @@
+"""The differentiable env protocol, checked on the torch toy envs."""
+
+import pytest
+import torch
+
+from diffloco_ext.learning.env import FINAL_OBS_KEY, TIME_OUTS_KEY, DiffVecEnv, is_differentiable_env, split_dones
+from diffloco_ext.learning.toy_envs import PendulumSwingUpCfg, PendulumSwingUpEnv, PointMassCfg, PointMassEnv
+
+
+def _rollout_return(env, actions):
+    total = 0.0
+    for a in actions:
+        _, r, _, _ = env.step(a)
+        total = total + r.sum()
+    return total
+
+
+@pytest.mark.parametrize("make", [lambda: PendulumSwingUpEnv(PendulumSwingUpCfg(num_envs=3, seed=1)),
+                                  lambda: PointMassEnv(PointMassCfg(num_envs=3, seed=1, dim=2))])
+def test_gradient_of_return_matches_finite_differences(make):
+    """d(return over 5 steps)/d(first action) from autograd equals a central finite difference (float64)."""
+    torch.set_default_dtype(torch.float64)
+    try:
+        env = make()
+        assert isinstance(env, DiffVecEnv) and is_differentiable_env(env)
+        start = env.state_dict()
+        g = torch.Generator().manual_seed(0)
+        actions = [0.5 * torch.rand(env.num_envs, env.num_actions, generator=g) - 0.25 for _ in range(5)]
+        actions[0].requires_grad_(True)
+        _rollout_return(env, actions).backward()
+        grad = actions[0].grad.clone()
+        eps = 1e-6
+        fd = torch.zeros_like(grad)
+        for i in range(env.num_envs):
+            for j in range(env.num_actions):
+                vals = []
+                for sign in (1, -1):
+                    env.load_state_dict(start)
+                    pert = [a.detach().clone() for a in actions]
+                    pert[0][i, j] += sign * eps
+                    vals.append(float(_rollout_return(env, pert)))
+                fd[i, j] = (vals[0] - vals[1]) / (2 * eps)
+        assert grad.abs().max() > 1e-3  # informative gradient
+        torch.testing.assert_close(grad, fd, rtol=1e-5, atol=1e-7)
+    finally:
+        torch.set_default_dtype(torch.float32)
+
+
+def test_detach_state_cuts_the_graph():
+    env = PendulumSwingUpEnv(PendulumSwingUpCfg(num_envs=4))
+    a = torch.zeros(4, 1, requires_grad=True)
+    obs, r, _, _ = env.step(a)
+    assert obs["policy"].grad_fn is not None and r.grad_fn is not None
+    env.detach_state()
+    assert env.get_observations()["policy"].grad_fn is None
+    _, r2, _, _ = env.step(torch.zeros(4, 1))
+    assert r2.grad_fn is None  # nothing of the previous horizon is reachable
+
+
+def test_no_grad_and_inference_mode_steps():
+    env = PendulumSwingUpEnv(PendulumSwingUpCfg(num_envs=4))
+    with torch.inference_mode():
+        obs, r, d, _ = env.step(torch.zeros(4, 1))
+    assert not r.requires_grad and obs["policy"].shape == (4, 3) and d.shape == (4,)
+
+
+def test_time_outs_final_observations_and_reset_cuts_gradient():
+    env = PendulumSwingUpEnv(PendulumSwingUpCfg(num_envs=4, max_episode_length=3))
+    env.episode_length_buf[:] = torch.tensor([0, 1, 2, 2])
+    a = torch.full((4, 1), 0.3, requires_grad=True)
+    obs, r, dones, extras = env.step(a)
+    assert dones.tolist() == [0, 0, 1, 1]
+    assert extras[TIME_OUTS_KEY].tolist() == [False, False, True, True]
+    terminated, timed_out = split_dones(dones, extras)
+    assert not terminated.any() and timed_out.tolist() == [False, False, True, True]
+    final = extras[FINAL_OBS_KEY]["policy"]
+    # Not-done rows: final observation = observation; done rows: pre-reset state, differs from the reset one.
+    torch.testing.assert_close(final[:2], obs["policy"][:2])
+    assert not torch.allclose(final[2:], obs["policy"][2:])
+    assert env.episode_length_buf.tolist() == [1, 2, 0, 0]
+    # Gradients: the final observation of a reset env depends on its action, the reset observation does not.
+    (g_final,) = torch.autograd.grad(final[2:, 2].sum(), a, retain_graph=True)
+    (g_reset,) = torch.autograd.grad(obs["policy"][:, 2].sum(), a, allow_unused=True)
+    assert g_final[2:].abs().min() > 0
+    assert g_reset[2:].abs().max() == 0 and g_reset[:2].abs().min() > 0
+
+
+def test_point_mass_terminations_are_not_time_outs():
+    env = PointMassEnv(PointMassCfg(num_envs=2, dim=2, arena_half_width=1.0, init_position=0.5, init_velocity=0.0))
+    for _ in range(30):  # push env 0 out of the arena, keep env 1 still
+        obs, r, dones, extras = env.step(torch.tensor([[1.0, 0.0], [0.0, 0.0]]))
+        if dones[0]:
+            break
+    assert dones.tolist() == [1, 0]
+    assert extras[TIME_OUTS_KEY].tolist() == [False, False]
+    terminated, timed_out = split_dones(dones, extras)
+    assert terminated.tolist() == [True, False] and not timed_out.any()
+    assert extras[FINAL_OBS_KEY]["policy"][0, 0] > 1.0 >= obs["policy"][0, 0].abs()
+
+
+def test_state_dict_reproduces_the_continuation():
+    env = PointMassEnv(PointMassCfg(num_envs=5, dim=3, max_episode_length=4))
+    for _ in range(2):
+        env.step(torch.rand(5, 3) * 2 - 1)
+    saved = env.state_dict()
+    acts = [torch.rand(5, 3) * 2 - 1 for _ in range(6)]
+    first = [env.step(a)[0]["policy"] for a in acts]
+    env.load_state_dict(saved)
+    second = [env.step(a)[0]["policy"] for a in acts]
+    for x, y in zip(first, second):
+        torch.testing.assert_close(x, y, rtol=0, atol=0)
+
+
+def test_bad_action_shape_is_a_clear_error():
+    env = PendulumSwingUpEnv(PendulumSwingUpCfg(num_envs=2))
+    with pytest.raises(ValueError, match="shape"):
+        env.step(torch.zeros(3, 1))
