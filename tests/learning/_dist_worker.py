@@ -1,0 +1,48 @@
+"""Worker for the 2-process test (run by torchrun): trains SHAC on its own envs, writes its parameters."""
+
+import contextlib
+import io
+import os
+import sys
+
+import torch
+
+from diffloco_ext.learning import SHACRunnerCfg, make_runner
+from diffloco_ext.learning.evaluate import evaluate_return
+from diffloco_ext.learning.toy_envs import PointMassCfg, PointMassEnv
+
+
+def _flat(models):
+    return torch.cat([t.detach().flatten().float() for m in models for t in m.state_dict().values()])
+
+
+def main(out_dir: str, iterations: int) -> None:
+    torch.set_num_threads(1)
+    rank = int(os.environ["RANK"])
+    torch.manual_seed(100 + rank)  # different initial weights per rank: the broadcast must align them
+    env = PointMassEnv(PointMassCfg(num_envs=16, seed=rank, dim=4))
+    eval_env = lambda: PointMassEnv(PointMassCfg(num_envs=32, seed=7, dim=4))  # noqa: E731
+    cfg = SHACRunnerCfg(max_iterations=100)
+    cfg.algorithm.num_critic_epochs = 4
+    with contextlib.redirect_stdout(io.StringIO()):
+        runner = make_runner(env, cfg, log_dir=None, device="cpu")
+    models = (runner.alg.actor, runner.alg.critic, runner.alg.target_critic)
+    before = _flat(models)
+    initial = evaluate_return(eval_env, runner.get_inference_policy())
+    with contextlib.redirect_stdout(io.StringIO()):
+        runner.learn(iterations)
+    final = evaluate_return(eval_env, runner.get_inference_policy())
+    torch.save({
+        "world_size": torch.distributed.get_world_size(),
+        "backend": torch.distributed.get_backend(),
+        "before": before,
+        "after": _flat(models),
+        "initial": initial,
+        "final": final,
+        "skipped": runner.alg.skipped_actor_updates,
+    }, os.path.join(out_dir, f"rank{rank}.pt"))
+    torch.distributed.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]))
