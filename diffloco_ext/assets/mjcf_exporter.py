@@ -59,7 +59,9 @@ def to_mjcf(
         raise ValueError(f"robot '{robot.name}' has no actuator parameters; use actuators='none'")
     root = ET.Element("mujoco", model=robot.name)
     ET.SubElement(root, "compiler", angle="radian", autolimits="true")
-    ET.SubElement(root, "option", timestep=repr(float(timestep)))
+    # Elliptic friction cones with a high impedance ratio make MuJoCo's (soft) friction nearly hard, as in
+    # MuJoCo Menagerie's ANYmal model; with the default pyramidal cone and impratio 1 feet creep while standing.
+    ET.SubElement(root, "option", timestep=repr(float(timestep)), cone="elliptic", impratio="100")
     world = ET.SubElement(root, "worldbody")
     contact_friction = _num(friction, 0.005, 0.0001)
     # Foot spheres collide with the floor only: floor contype 2, feet conaffinity 2, nothing else collides.
