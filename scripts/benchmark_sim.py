@@ -2,9 +2,11 @@
 
 Prints env-steps/s of our Warp simulator, forward only and forward + backward (a differentiable rollout
 through the torch bridge, then ``backward``), for each ``--num-envs``, next to MuJoCo stepping the exported
-model (one env, contacts disabled, same dt, PD position actuators holding the same pose), and the ratios.
+model (one env, same dt, PD position actuators holding the same pose; contacts disabled for ``--contact none``,
+else the robot stands on MuJoCo's floor), and the ratios.
 
     python scripts/benchmark_sim.py --robot anymal_d --num-envs 1 64 1024 4096 --steps 32 --device cpu
+    python scripts/benchmark_sim.py --contact smoothed
     python scripts/benchmark_sim.py --profile        # time of each stage of the step
     python scripts/benchmark_sim.py --json           # last line: one JSON object
 
@@ -25,13 +27,15 @@ import warp as wp
 from diffloco_ext.assets import ROBOTS, get_robot
 from diffloco_ext.assets.mjcf_exporter import to_mjmodel
 from diffloco_ext.sim import Simulator, build_model
+from diffloco_ext.sim.contact import CONTACT_MODES
 from diffloco_ext.sim.simulator import StepData
 from diffloco_ext.sim.torch_bridge import TorchSimulator
 
 
-def mujoco_steps_per_s(robot, dt: float, seconds: float = 1.0) -> float:
+def mujoco_steps_per_s(robot, dt: float, contact: bool, seconds: float = 1.0) -> float:
     model = to_mjmodel(robot, timestep=dt, actuators="position")
-    model.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
+    if not contact:
+        model.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
     data = mujoco.MjData(model)
     data.qpos[2] = robot.default_base_height
     data.qpos[7:] = robot.default_joint_positions()
@@ -71,12 +75,12 @@ def forward_backward_env_steps_per_s(sim: Simulator, steps: int) -> tuple[float,
         q, u = q0, u0
         loss = 0.0
         for _ in range(steps):
-            q, u, foot_pos, _ = bridge.step(q, u, target)
+            q, u, foot_pos = bridge.step(q, u, target)[:3]
             loss = loss + q[:, 2].sum() + foot_pos[..., 2].sum()
         loss.backward()
         wp.synchronize()
         elapsed = time.perf_counter() - start
-    step_bytes = StepData.allocate(model, requires_grad=True).nbytes() * 2  # values + gradients
+    step_bytes = StepData.allocate(model, requires_grad=True, contact=sim.contact).nbytes() * 2  # values + grads
     return model.num_envs * steps / elapsed, step_bytes * steps / 2**20
 
 
@@ -114,6 +118,7 @@ def main() -> None:
     parser.add_argument("--dt", type=float, default=0.005)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    parser.add_argument("--contact", default="none", choices=CONTACT_MODES)
     parser.add_argument("--no-backward", action="store_true", help="skip forward+backward timing")
     parser.add_argument("--profile", action="store_true", help="print the time of each stage at the largest N")
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
@@ -121,21 +126,22 @@ def main() -> None:
     torch.set_num_threads(1)
 
     robot = get_robot(args.robot)
-    mj = mujoco_steps_per_s(robot, args.dt)
-    print(f"robot {robot.name}, dt {args.dt} s, {args.dtype}, device {args.device}, contact: none")
-    print(f"MuJoCo C (1 env, contacts disabled): {mj:,.0f} steps/s")
+    mj = mujoco_steps_per_s(robot, args.dt, contact=args.contact != "none")
+    print(f"robot {robot.name}, dt {args.dt} s, {args.dtype}, device {args.device}, contact: {args.contact}")
+    print(f"MuJoCo C (1 env, {'on its floor' if args.contact != 'none' else 'contacts disabled'}): {mj:,.0f} steps/s")
     print(f"{'envs':>6} {'fwd env-steps/s':>16} {'x MuJoCo':>9} {'fwd+bwd env-steps/s':>20} {'bwd cost':>9} "
           f"{'tape MiB':>9}")
     rows = []
     for n in args.num_envs:
-        sim = Simulator(build_model(robot, n, device=args.device, dtype=args.dtype), dt=args.dt)
+        sim = Simulator(build_model(robot, n, device=args.device, dtype=args.dtype), dt=args.dt, contact=args.contact)
         fwd = forward_env_steps_per_s(sim, args.steps)
         fb, mib = (float("nan"), float("nan")) if args.no_backward else forward_backward_env_steps_per_s(sim, args.steps)
         rows.append(dict(num_envs=n, fwd_env_steps_per_s=fwd, fwd_bwd_env_steps_per_s=fb,
                          fwd_over_mujoco=fwd / mj, fwd_bwd_time_over_fwd=fwd / fb, tape_mib=mib))
         print(f"{n:>6} {fwd:>16,.0f} {fwd / mj:>9.2f} {fb:>20,.0f} {fwd / fb:>8.2f}x {mib:>9.1f}")
     if args.profile:
-        sim = Simulator(build_model(robot, args.num_envs[-1], device=args.device, dtype=args.dtype), dt=args.dt)
+        sim = Simulator(build_model(robot, args.num_envs[-1], device=args.device, dtype=args.dtype), dt=args.dt,
+                        contact=args.contact)
         stages = profile_stages(sim)
         total = sum(v for _, v in stages)
         print(f"stage times at {args.num_envs[-1]} envs (ms per step, {total:.2f} in all):")
@@ -143,7 +149,7 @@ def main() -> None:
             print(f"  {name:28s} {ms:8.3f}  {100 * ms / total:5.1f}%")
     best = max(rows, key=lambda r: r["fwd_env_steps_per_s"])
     if args.json:
-        print(json.dumps(dict(robot=robot.name, device=args.device, dtype=args.dtype, dt=args.dt, contact="none",
+        print(json.dumps(dict(robot=robot.name, device=args.device, dtype=args.dtype, dt=args.dt, contact=args.contact,
                               mujoco_env_steps_per_s=mj, fwd_env_steps_per_s=best["fwd_env_steps_per_s"],
                               fwd_bwd_env_steps_per_s=best["fwd_bwd_env_steps_per_s"], rows=rows)))
 
