@@ -1,7 +1,8 @@
 """Batched small matrix products ``C[e] = A[e] B[e]`` (or ``A[e]^T B[e]``) with a hand-written adjoint.
 
 Warp's automatic adjoint of a dynamic accumulation loop is unreliable (``shared/notes/warp-cpu.md``), so the
-product is launched off the tape and its backward pass is recorded with ``Tape.record_func``:
+product is launched off the tape and its backward pass, batched torch products on zero-copy views of the Warp
+arrays, is recorded with ``Tape.record_func``:
 
     A_bar += C_bar B^T          B_bar += A^T C_bar                  (for C = A B)
     A_bar += B C_bar^T          B_bar += A C_bar                    (for C = A^T B)
@@ -9,6 +10,7 @@ product is launched off the tape and its backward pass is recorded with ``Tape.r
 
 import functools
 
+import torch
 import warp as wp
 
 
@@ -30,22 +32,13 @@ def matmul_kernels(dtype):
             s += C[e, i, j]
         C[e, i, j] = s
 
-    @wp.kernel(enable_backward=False)
-    def matmul_bt(A: wp.array3d(dtype=dtype), B: wp.array3d(dtype=dtype), C: wp.array3d(dtype=dtype)):
-        """``C[e, i, j] += sum_k A[e, i, k] B[e, j, k]`` (product with the transpose of B, accumulated)."""
-        e, i, j = wp.tid()
-        s = dtype(0.0)
-        for k in range(A.shape[2]):
-            s += A[e, i, k] * B[e, j, k]
-        C[e, i, j] = C[e, i, j] + s
-
-    return matmul, matmul_bt
+    return matmul
 
 
 def batched_matmul(A: wp.array, B: wp.array, C: wp.array, transpose_a: bool = False,
                    tape: wp.Tape | None = None) -> None:
     """``C = op(A) B`` for stacks of matrices ([N, ., .] arrays); adjoint recorded on ``tape`` when given."""
-    matmul, matmul_bt = matmul_kernels(A.dtype)
+    matmul = matmul_kernels(A.dtype)
     rows = A.shape[2] if transpose_a else A.shape[1]
     inner = A.shape[1] if transpose_a else A.shape[2]
     if B.shape[1] != inner or C.shape[1] != rows or C.shape[2] != B.shape[2]:
@@ -59,16 +52,13 @@ def batched_matmul(A: wp.array, B: wp.array, C: wp.array, transpose_a: bool = Fa
     def backward() -> None:
         if C.grad is None:
             return
+        A_t, B_t, C_bar = wp.to_torch(A), wp.to_torch(B), wp.to_torch(C.grad)
         if A.requires_grad and A.grad is not None:
             if transpose_a:  # A_bar (k x i) += B C_bar^T
-                wp.launch(matmul_bt, dim=(N, A.shape[1], A.shape[2]), inputs=[B, C.grad, A.grad], device=A.device,
-                          record_tape=False)
+                wp.to_torch(A.grad).add_(torch.bmm(B_t, C_bar.transpose(1, 2)))
             else:  # A_bar (i x k) += C_bar B^T
-                wp.launch(matmul_bt, dim=(N, A.shape[1], A.shape[2]), inputs=[C.grad, B, A.grad], device=A.device,
-                          record_tape=False)
-        if B.requires_grad and B.grad is not None:
-            # B_bar += op(A)^T C_bar
-            wp.launch(matmul, dim=(N, B.shape[1], B.shape[2]), inputs=[A, C.grad, int(not transpose_a), 1, B.grad],
-                      device=A.device, record_tape=False)
+                wp.to_torch(A.grad).add_(torch.bmm(C_bar, B_t.transpose(1, 2)))
+        if B.requires_grad and B.grad is not None:  # B_bar += op(A)^T C_bar
+            wp.to_torch(B.grad).add_(torch.bmm(A_t if transpose_a else A_t.transpose(1, 2), C_bar))
 
     tape.record_func(backward=backward, arrays=[A, B, C])

@@ -136,12 +136,11 @@ def contact_kernels(dtype, num_contacts: int):
         gap: wp.array2d(dtype=dtype),
         frame: wp.array3d(dtype=vec3),
         J: wp.array3d(dtype=dtype),
-        Jt: wp.array3d(dtype=dtype),
     ):
         """Signed gap (m), contact frame (normal, tangent 1, tangent 2) and Jacobian rows of foot ``f``.
 
-        ``J`` [N, 3F, nv] maps ``u`` to the contact point's velocity in the contact frame; ``Jt`` is its
-        transpose. Both must be zeroed (only the foot's root path is written).
+        ``J`` [N, 3F, nv] maps ``u`` to the contact point's velocity in the contact frame. It must be zeroed
+        (only the foot's root path is written).
         """
         e, f = wp.tid()
         b = foot_body[f]
@@ -159,9 +158,6 @@ def contact_kernels(dtype, num_contacts: int):
             J[e, 3 * f, k] = wp.dot(n, v)
             J[e, 3 * f + 1, k] = wp.dot(t1, v)
             J[e, 3 * f + 2, k] = wp.dot(t2, v)
-            Jt[e, k, 3 * f] = wp.dot(n, v)
-            Jt[e, k, 3 * f + 1] = wp.dot(t1, v)
-            Jt[e, k, 3 * f + 2] = wp.dot(t2, v)
         for a in range(ancestor_start[b], ancestor_start[b + 1] + 1):
             body = b
             if a < ancestor_start[b + 1]:
@@ -171,9 +167,6 @@ def contact_kernels(dtype, num_contacts: int):
             J[e, 3 * f, k] = wp.dot(n, v)
             J[e, 3 * f + 1, k] = wp.dot(t1, v)
             J[e, 3 * f + 2, k] = wp.dot(t2, v)
-            Jt[e, k, 3 * f] = wp.dot(n, v)
-            Jt[e, k, 3 * f + 1] = wp.dot(t1, v)
-            Jt[e, k, 3 * f + 2] = wp.dot(t2, v)
 
     @wp.func
     def _block(G: wp.array3d(dtype=dtype), e: int, i: int, j: int):

@@ -76,6 +76,8 @@ class Model:
     foot_body: wp.array | None = None  # int32 [F]
     foot_offset: wp.array | None = None  # vec3 [F], body frame (m)
     foot_radius: wp.array | None = None  # scalar [F] (m)
+    foot_path_start: wp.array | None = None  # int32 [F+1]: foot f's DOFs, leaf to root, are
+    foot_path: wp.array | None = None  # foot_path[foot_path_start[f]:foot_path_start[f+1]] (descending)
     gravity: tuple[float, float, float] = (0.0, 0.0, -9.81)
     fixed_base: bool = False  # base welded to the world (for fixed-base checks such as pendulums)
     default_joint_pos: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -173,7 +175,18 @@ def build_model(
     feet = robot.feet
     foot_kwargs = {}
     if feet:
+        paths = []
+        for f in feet:
+            b = robot.body_index(f.body)
+            chain = []
+            while b > 0:
+                chain.append(5 + b)
+                b = parent[b]
+            paths.append(chain + [5, 4, 3, 2, 1, 0])
+        path_start, path_flat = _csr(paths)
         foot_kwargs = dict(
+            foot_path_start=wp.array(path_start, dtype=wp.int32, device=device),
+            foot_path=wp.array(path_flat, dtype=wp.int32, device=device),
             foot_body=wp.array(np.array([robot.body_index(f.body) for f in feet], dtype=np.int32), dtype=wp.int32,
                                device=device),
             foot_offset=wp.array(np.array([f.offset for f in feet], dtype=npd), dtype=t.vec3, device=device),

@@ -6,7 +6,7 @@ One step of length ``dt`` (paper A, see ``shared/notes/paper.md``)::
     kinematics, H(q_M), bias(q_M, u_A)                kinematics, CRBA, RNEA           (kinematics, mass_matrix, bias_forces)
     tau = PD/DC-motor(q_M, u_A, control)              actuation                        (actuators)
     L = chol(H); du = H^-1 dt (tau - bias)            factor and solve                 (cholesky)
-    gap, J(q_M); G = J H^-1 J^T; c = J (u_A + du)      contact candidates, Delassus     (contact, batched_matmul)
+    gap, J(q_M); G = J H^-1 J^T; c = J (u_A + du)      contact candidates, Delassus     (contact, delassus)
     P = PGS(G, c) (soft: with compliance)              impulses (smoothed/hard/soft)    (contact)
     u_E = u_A + du + H^-1 J^T P                       velocity update
     q_E = q_A + dt/2 (u_A + u_E)                      trapezoidal position update      (integrator)
@@ -25,6 +25,7 @@ from .actuators import actuator_kernels
 from .batched_matmul import batched_matmul
 from .bias_forces import bias_force_kernels
 from .cholesky import cholesky_factor, solve_with_factor
+from .delassus import delassus
 from .contact import ContactParams, contact_kernels
 from .divergence import divergence_kernels
 from .integrator import integrator_kernels
@@ -70,15 +71,15 @@ class ContactData:
     gap: wp.array  # [N, F] signed gap (m)
     frame: wp.array  # [N, F, 3] vec3: normal, tangent 1, tangent 2
     J: wp.array  # [N, C, nv]
-    Jt: wp.array  # [N, nv, C]
     u_free: wp.array  # [N, nv, 1]
     c: wp.array  # [N, C, 1] contact-point velocity without impulses (m/s)
-    Y: wp.array  # [N, nv, C] = H^-1 J^T
+    W: wp.array  # [N, nv, C] = L^-T J^T (path-sparse)
     G: wp.array  # [N, C, C] Delassus matrix
     weight: wp.array  # [N, F] smoothing weight / contact state
     target: wp.array  # [N, F] vec3 free contact velocity with penetration stabilisation (m/s)
     history: wp.array  # [N, iterations + 1, F] vec3 PGS iterates
     impulse: wp.array  # [N, C, 1] applied impulses in the contact frames (N s)
+    generalized_impulse: wp.array  # [N, nv, 1] = J^T P
     du_contact: wp.array  # [N, nv, 1]
     force: wp.array  # [N, F] vec3 mean contact force over the step, world frame (N)
 
@@ -88,8 +89,9 @@ class ContactData:
         N, F, nv, s = model.num_envs, model.num_feet, model.nv, model.dtype
         C = 3 * F
         shapes = {
-            "gap": ((N, F), s), "frame": ((N, F, 3), t.vec3), "J": ((N, C, nv), s), "Jt": ((N, nv, C), s),
-            "u_free": ((N, nv, 1), s), "c": ((N, C, 1), s), "Y": ((N, nv, C), s), "G": ((N, C, C), s),
+            "gap": ((N, F), s), "frame": ((N, F, 3), t.vec3), "J": ((N, C, nv), s),
+            "u_free": ((N, nv, 1), s), "c": ((N, C, 1), s), "W": ((N, nv, C), s), "G": ((N, C, C), s),
+            "generalized_impulse": ((N, nv, 1), s),
             "weight": ((N, F), s), "target": ((N, F), t.vec3), "history": ((N, params.iterations + 1, F), t.vec3),
             "impulse": ((N, C, 1), s), "du_contact": ((N, nv, 1), s), "force": ((N, F), t.vec3),
         }
@@ -153,7 +155,7 @@ class StepData:
             getattr(self, name).zero_()
         if self.contact is not None:
             self.contact.J.zero_()
-            self.contact.Jt.zero_()
+            self.contact.W.zero_()
 
     def nbytes(self) -> int:
         total = 0
@@ -276,11 +278,10 @@ class Simulator:
         N, F, nv = m.num_envs, m.num_feet, m.nv
         self._launch(self._contact_geometry, (N, F), [
             d.q_mid, d.kin.body_rot, d.kin.body_pos, d.kin.dof_ang, d.kin.dof_lin, m.foot_body, m.foot_offset,
-            m.foot_radius, m.ancestor_start, m.ancestor_index, m.ground_height, cd.gap, cd.frame, cd.J, cd.Jt])
+            m.foot_radius, m.ancestor_start, m.ancestor_index, m.ground_height, cd.gap, cd.frame, cd.J])
         self._launch(self._free_velocity, (N, nv), [s.u, d.du, cd.u_free])
         batched_matmul(cd.J, cd.u_free, cd.c, tape=tape)
-        solve_with_factor(d.H, m.dof_parent, d.L, cd.Jt, cd.Y, tape)
-        batched_matmul(cd.J, cd.Y, cd.G, tape=tape)
+        delassus(d.H, d.L, m.dof_parent, m.foot_path_start, m.foot_path, cd.J, cd.W, cd.G, tape)
         weight_mode, gap_rate, gap_offset, max_push, compliance_n, compliance_t = p.solver_terms(self.dt)
         self._launch(self._pgs, N, [
             cd.G, cd.c, cd.gap, m.friction, weight_mode, self._scalar(p.kappa), self._scalar(p.col_height),
@@ -288,7 +289,8 @@ class Simulator:
             self._scalar(compliance_n),
             self._scalar(compliance_t),
             self._scalar(p.relaxation), cd.weight, cd.target, cd.history, cd.impulse])
-        batched_matmul(cd.Y, cd.impulse, cd.du_contact, tape=tape)
+        batched_matmul(cd.J, cd.impulse, cd.generalized_impulse, transpose_a=True, tape=tape)
+        solve_with_factor(d.H, m.dof_parent, d.L, cd.generalized_impulse, cd.du_contact, tape)
         self._launch(self._contact_force, (N, F), [cd.impulse, cd.frame, self._scalar(1.0 / self.dt), cd.force])
 
     def kinematics(self, q: wp.array, u: wp.array, k: KinematicsData) -> None:
