@@ -20,8 +20,8 @@ $(STAMP):
 	touch $(STAMP)
 
 train: setup
-	# Training lands with the simulator and tasks; until then: export the primary robot (see README).
-	$(PY) scripts/export_robot.py --robot anymal_d --out outputs/robots $(ARGS)
+	# Locomotion training lands with the tasks; until then the main job runs what exists (see README).
+	$(PY) scripts/main_job.py $(ARGS)
 
 test: setup
 	$(PY) -m pytest -q tests $(ARGS)

@@ -10,22 +10,14 @@ the impact transient differs by about 5 mm for about 50 ms. Measured: base 4.8 m
 
 from __future__ import annotations
 
-import mujoco
 import numpy as np
 
 from diffloco_ext.assets import get_robot
-from diffloco_ext.assets.mjcf_exporter import to_mjmodel
 from diffloco_ext.sim import Simulator, build_model
+from diffloco_ext.validation import MujocoReplay
 
 DT = 0.005
 STEPS = 400
-
-
-def dc_motor_pd(actuator, target, q, qd):
-    tau = actuator.stiffness * (target - q) - actuator.damping * qd
-    hi = np.clip(actuator.saturation_effort * (1 - qd / actuator.velocity_limit), 0, actuator.effort_limit)
-    lo = np.clip(actuator.saturation_effort * (-1 - qd / actuator.velocity_limit), -actuator.effort_limit, 0)
-    return np.clip(tau, lo, hi)
 
 
 def test_drop_and_stand_matches_mujoco():
@@ -42,15 +34,12 @@ def test_drop_and_stand_matches_mujoco():
         ours.append(np.r_[state.q.numpy()[0, 2], feet[:, 2]])
     ours = np.array(ours)
 
-    mj = to_mjmodel(robot, actuators="motor", timestep=DT, friction=1.0)
-    data = mujoco.MjData(mj)
-    data.qpos[:] = q0[0]
-    feet_ids = [mj.geom(f.name).id for f in robot.feet]
+    replay = MujocoReplay(robot, dt=DT, friction=1.0)
+    replay.reset(q0[0])
     ref = []
     for _ in range(STEPS):
-        data.ctrl[:] = dc_motor_pd(robot.actuator, robot.default_joint_positions(), data.qpos[7:], data.qvel[6:])
-        mujoco.mj_step(mj, data)
-        ref.append(np.r_[data.qpos[2], data.geom_xpos[feet_ids, 2]])
+        replay.step(robot.default_joint_positions())
+        ref.append(np.r_[replay.q[2], replay.foot_positions()[:, 2]])
     ref = np.array(ref)
 
     err = np.abs(ours - ref)
