@@ -30,15 +30,16 @@ def actuator_kernels(dtype):
         velocity_limit: dtype,
         tau: wp.array2d(dtype=dtype),
     ):
-        e, j = wp.tid()
-        pos = q[e, 7 + j]
-        vel = u[e, 6 + j]
-        raw = stiffness[e, j] * (joint_target[e, j] - pos) - damping[e, j] * vel + joint_torque_ff[e, j]
+        e = wp.tid()
         zero = dtype(0.0)
         one = dtype(1.0)
-        upper = wp.clamp(saturation_effort * (one - vel / velocity_limit), zero, effort_limit)
-        lower = wp.clamp(saturation_effort * (-one - vel / velocity_limit), -effort_limit, zero)
-        tau[e, j] = wp.clamp(raw, lower, upper)
+        for j in range(tau.shape[1]):
+            pos = q[e, 7 + j]
+            vel = u[e, 6 + j]
+            raw = stiffness[e, j] * (joint_target[e, j] - pos) - damping[e, j] * vel + joint_torque_ff[e, j]
+            upper = wp.clamp(saturation_effort * (one - vel / velocity_limit), zero, effort_limit)
+            lower = wp.clamp(saturation_effort * (-one - vel / velocity_limit), -effort_limit, zero)
+            tau[e, j] = wp.clamp(raw, lower, upper)
 
     @wp.kernel
     def impulse_rhs(
@@ -51,13 +52,14 @@ def actuator_kernels(dtype):
         rhs: wp.array3d(dtype=dtype),
     ):
         """``dt * h`` with ``h = applied - bias``: actuator torque and viscous joint damping on the joints."""
-        e, k = wp.tid()
-        applied = dtype(0.0)
-        if k >= 6:
-            applied = tau[e, k - 6] - joint_friction_damping[k - 6] * u[e, k]
-        value = dt * (applied - bias[e, k])
-        if fixed_base != 0 and k < 6:
-            value = dtype(0.0)
-        rhs[e, k, 0] = value
+        e = wp.tid()
+        for k in range(rhs.shape[1]):
+            applied = dtype(0.0)
+            if k >= 6:
+                applied = tau[e, k - 6] - joint_friction_damping[k - 6] * u[e, k]
+            value = dt * (applied - bias[e, k])
+            if fixed_base != 0 and k < 6:
+                value = dtype(0.0)
+            rhs[e, k, 0] = value
 
     return pd_dc_motor, impulse_rhs

@@ -36,8 +36,13 @@ def bias_force_kernels(dtype):
         body_acc_lin: wp.array2d(dtype=vec3),
         body_force_ang: wp.array2d(dtype=vec3),
         body_force_lin: wp.array2d(dtype=vec3),
+        subtree_start: wp.array(dtype=wp.int32),
+        subtree_index: wp.array(dtype=wp.int32),
+        subtree_force_ang: wp.array2d(dtype=vec3),
+        subtree_force_lin: wp.array2d(dtype=vec3),
     ):
-        """Bias acceleration of every body and the force it needs: ``F = I A + V x* (I V)``."""
+        """Bias acceleration of every body and the force it needs, ``F = I A + V x* (I V)``, then the sum of the
+        forces over each body's subtree (``subtree_force_*`` must be zeroed; only added to here)."""
         e = wp.tid()
         for b in range(body_parent.shape[0]):
             w = body_vel_ang[e, b]
@@ -60,22 +65,11 @@ def bias_force_kernels(dtype):
             nc, fc = motion_cross_force(w, v, nv, fv)
             body_force_ang[e, b] = na + nc
             body_force_lin[e, b] = fa + fc
-
-    @wp.kernel
-    def subtree_force(
-        subtree_start: wp.array(dtype=wp.int32),
-        subtree_index: wp.array(dtype=wp.int32),
-        body_force_ang: wp.array2d(dtype=vec3),
-        body_force_lin: wp.array2d(dtype=vec3),
-        subtree_force_ang: wp.array2d(dtype=vec3),
-        subtree_force_lin: wp.array2d(dtype=vec3),
-    ):
-        """Sum of body forces over body ``b``'s subtree (outputs must be zeroed)."""
-        e, b = wp.tid()
-        for k in range(subtree_start[b], subtree_start[b + 1]):
-            d = subtree_index[k]
-            wp.atomic_add(subtree_force_ang, e, b, body_force_ang[e, d])
-            wp.atomic_add(subtree_force_lin, e, b, body_force_lin[e, d])
+        for b2 in range(body_parent.shape[0]):
+            for k in range(subtree_start[b2], subtree_start[b2 + 1]):
+                d = subtree_index[k]
+                wp.atomic_add(subtree_force_ang, e, b2, body_force_ang[e, d])
+                wp.atomic_add(subtree_force_lin, e, b2, body_force_lin[e, d])
 
     @wp.kernel
     def project_bias(
@@ -86,8 +80,10 @@ def bias_force_kernels(dtype):
         bias: wp.array2d(dtype=dtype),
     ):
         """``bias_k = S_k . F^c_{b(k)}``; the base's six DOFs see the whole robot's force."""
-        e, k = wp.tid()
-        b = wp.max(k - 5, 0)
-        bias[e, k] = motion_dot_force(dof_ang[e, k], dof_lin[e, k], subtree_force_ang[e, b], subtree_force_lin[e, b])
+        e = wp.tid()
+        for k in range(bias.shape[1]):
+            b = wp.max(k - 5, 0)
+            bias[e, k] = motion_dot_force(dof_ang[e, k], dof_lin[e, k], subtree_force_ang[e, b],
+                                          subtree_force_lin[e, b])
 
-    return body_bias_forces, subtree_force, project_bias
+    return body_bias_forces, project_bias

@@ -31,36 +31,6 @@ def accumulate_lower(H_grad: torch.Tensor, M: torch.Tensor) -> None:
 @functools.cache
 def cholesky_kernels(dtype):
     @wp.kernel(enable_backward=False)
-    def factor(H: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32), L: wp.array3d(dtype=dtype)):
-        """Tree-sparse factor ``H = L^T L`` (Featherstone, RBDA §6.5): no fill-in beyond the ancestor pattern.
-
-        ``L[k, i]`` is non-zero only for ``i`` an ancestor of DOF ``k`` (or ``i = k``). A non-positive pivot
-        gives NaN, which the caller detects.
-        """
-        e = wp.tid()
-        n = H.shape[1]
-        for k in range(n):
-            i = k
-            while i != -1:
-                L[e, k, i] = H[e, k, i]
-                i = dof_parent[i]
-        for kk in range(n):
-            k = n - 1 - kk
-            d = wp.sqrt(L[e, k, k])
-            L[e, k, k] = d
-            i = dof_parent[k]
-            while i != -1:
-                L[e, k, i] = L[e, k, i] / d
-                i = dof_parent[i]
-            i = dof_parent[k]
-            while i != -1:
-                j = i
-                while j != -1:
-                    L[e, i, j] = L[e, i, j] - L[e, k, i] * L[e, k, j]
-                    j = dof_parent[j]
-                i = dof_parent[i]
-
-    @wp.kernel(enable_backward=False)
     def solve(L: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32), b: wp.array3d(dtype=dtype),
               x: wp.array3d(dtype=dtype)):
         """``x[e, :, c] = (L^T L)^-1 b[e, :, c]`` for every right-hand side column ``c``."""
@@ -84,27 +54,72 @@ def cholesky_kernels(dtype):
                 i = dof_parent[i]
             x[e, k, c] = s / L[e, k, k]
 
-    return factor, solve
+    @wp.kernel(enable_backward=False)
+    def factor_and_solve(H: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32),
+                         b: wp.array3d(dtype=dtype), L: wp.array3d(dtype=dtype), x: wp.array3d(dtype=dtype)):
+        """Tree-sparse factor ``H = L^T L`` (Featherstone, RBDA §6.5: no fill-in beyond the ancestor pattern;
+        ``L[k, i]`` is non-zero only for ``i`` an ancestor of DOF ``k`` or ``i = k``), then ``x = H^-1 b`` for one
+        right-hand side, in one pass over each environment. A non-positive pivot gives NaN (flagged
+        downstream by the divergence guard)."""
+        e = wp.tid()
+        n = H.shape[1]
+        for k in range(n):
+            i = k
+            while i != -1:
+                L[e, k, i] = H[e, k, i]
+                i = dof_parent[i]
+        for kk in range(n):
+            k = n - 1 - kk
+            d = wp.sqrt(L[e, k, k])
+            L[e, k, k] = d
+            i = dof_parent[k]
+            while i != -1:
+                L[e, k, i] = L[e, k, i] / d
+                i = dof_parent[i]
+            i = dof_parent[k]
+            while i != -1:
+                j = i
+                while j != -1:
+                    L[e, i, j] = L[e, i, j] - L[e, k, i] * L[e, k, j]
+                    j = dof_parent[j]
+                i = dof_parent[i]
+        for k in range(n):
+            x[e, k, 0] = b[e, k, 0]
+        for kk in range(n):
+            k = n - 1 - kk
+            y = x[e, k, 0] / L[e, k, k]
+            x[e, k, 0] = y
+            i = dof_parent[k]
+            while i != -1:
+                x[e, i, 0] = x[e, i, 0] - L[e, k, i] * y
+                i = dof_parent[i]
+        for k in range(n):
+            s = x[e, k, 0]
+            i = dof_parent[k]
+            while i != -1:
+                s = s - L[e, k, i] * x[e, i, 0]
+                i = dof_parent[i]
+            x[e, k, 0] = s / L[e, k, k]
 
-
-def cholesky_factor(H: wp.array, dof_parent: wp.array, L: wp.array) -> None:
-    """Factor ``H`` [N, n, n] into ``L`` (not recorded on any tape: :func:`solve_with_factor` owns the adjoint).
-
-    ``dof_parent[k]`` is the DOF that DOF ``k`` hangs from (-1 for the first); H's non-zeros must follow it.
-    """
-    factor, _ = cholesky_kernels(H.dtype)
-    wp.launch(factor, dim=H.shape[0], inputs=[H, dof_parent, L], device=H.device, record_tape=False)
+    return solve, factor_and_solve
 
 
 def solve_with_factor(H: wp.array, dof_parent: wp.array, L: wp.array, b: wp.array, x: wp.array,
-                      tape: wp.Tape | None = None) -> None:
+                      tape: wp.Tape | None = None, factor_first: bool = False) -> None:
     """``x = H^-1 b`` for ``b``, ``x`` of shape [N, n, m], using the factor ``L`` of ``H``.
 
-    With a ``tape``, records the hand-written adjoint (gradients to ``b`` and ``H`` where they require grad).
+    ``factor_first``: compute ``L`` in the same pass (one right-hand side only). With a ``tape``, records the
+    hand-written adjoint (gradients to ``b`` and ``H`` where they require grad).
     """
-    _, solve = cholesky_kernels(H.dtype)
+    solve, factor_and_solve = cholesky_kernels(H.dtype)
     dims = (b.shape[0], b.shape[2])
-    wp.launch(solve, dim=dims, inputs=[L, dof_parent, b, x], device=b.device, record_tape=False)
+    if factor_first:
+        if b.shape[2] != 1:
+            raise ValueError("factor_first solves one right-hand side")
+        wp.launch(factor_and_solve, dim=b.shape[0], inputs=[H, dof_parent, b, L, x], device=b.device,
+                  record_tape=False)
+    else:
+        wp.launch(solve, dim=dims, inputs=[L, dof_parent, b, x], device=b.device, record_tape=False)
     if tape is None:
         return
 

@@ -11,26 +11,33 @@ def divergence_kernels(dtype):
     @wp.kernel(enable_backward=False)
     def detect(q: wp.array2d(dtype=dtype), u: wp.array2d(dtype=dtype), max_speed: dtype, max_distance: dtype,
                diverged: wp.array(dtype=wp.int32)):
-        e, k = wp.tid()
-        bad = 0
-        if k < q.shape[1]:
+        e = wp.tid()
+        bad = int(0)
+        for k in range(q.shape[1]):
             x = q[e, k]
             if not wp.isfinite(x) or wp.abs(x) > max_distance:
                 bad = 1
-        if k < u.shape[1]:
+        for k in range(u.shape[1]):
             v = u[e, k]
             if not wp.isfinite(v) or wp.abs(v) > max_speed:
                 bad = 1
-        if bad != 0:
-            diverged[e] = 1
+        diverged[e] = bad
 
     @wp.kernel
-    def select(candidate: wp.array2d(dtype=dtype), previous: wp.array2d(dtype=dtype), diverged: wp.array(dtype=wp.int32),
-               out: wp.array2d(dtype=dtype)):
-        e, k = wp.tid()
+    def select(q_candidate: wp.array2d(dtype=dtype), u_candidate: wp.array2d(dtype=dtype),
+               q_previous: wp.array2d(dtype=dtype), u_previous: wp.array2d(dtype=dtype),
+               diverged: wp.array(dtype=wp.int32), q_out: wp.array2d(dtype=dtype), u_out: wp.array2d(dtype=dtype)):
+        """The new state, or the previous one for a diverged env."""
+        e = wp.tid()
         if diverged[e] != 0:
-            out[e, k] = previous[e, k]
+            for k in range(q_out.shape[1]):
+                q_out[e, k] = q_previous[e, k]
+            for k in range(u_out.shape[1]):
+                u_out[e, k] = u_previous[e, k]
         else:
-            out[e, k] = candidate[e, k]
+            for k in range(q_out.shape[1]):
+                q_out[e, k] = q_candidate[e, k]
+            for k in range(u_out.shape[1]):
+                u_out[e, k] = u_candidate[e, k]
 
     return detect, select

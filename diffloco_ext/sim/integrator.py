@@ -40,21 +40,19 @@ def integrator_kernels(dtype):
         h: dtype,
         q_out: wp.array2d(dtype=dtype),
     ):
-        e, k = wp.tid()
+        e = wp.tid()
         half = dtype(0.5)
-        if k < 3 or k >= 7:
-            kv = k
-            if k >= 7:
-                kv = k - 1
-            q_out[e, k] = q[e, k] + h * half * (u_a[e, kv] + u_b[e, kv])
-        elif k == 3:  # the whole quaternion, once
-            w = vec3(u_a[e, 3] + u_b[e, 3], u_a[e, 4] + u_b[e, 4], u_a[e, 5] + u_b[e, 5]) * (h * half)
-            rot = quat(q[e, 4], q[e, 5], q[e, 6], q[e, 3])
-            out = wp.normalize(rot * exp_map(w))
-            q_out[e, 3] = out[3]
-            q_out[e, 4] = out[0]
-            q_out[e, 5] = out[1]
-            q_out[e, 6] = out[2]
+        for k in range(3):
+            q_out[e, k] = q[e, k] + h * half * (u_a[e, k] + u_b[e, k])
+        w = vec3(u_a[e, 3] + u_b[e, 3], u_a[e, 4] + u_b[e, 4], u_a[e, 5] + u_b[e, 5]) * (h * half)
+        rot = quat(q[e, 4], q[e, 5], q[e, 6], q[e, 3])
+        out = wp.normalize(rot * exp_map(w))
+        q_out[e, 3] = out[3]
+        q_out[e, 4] = out[0]
+        q_out[e, 5] = out[1]
+        q_out[e, 6] = out[2]
+        for j in range(q.shape[1] - 7):
+            q_out[e, 7 + j] = q[e, 7 + j] + h * half * (u_a[e, 6 + j] + u_b[e, 6 + j])
 
     @wp.kernel
     def add_velocity(u: wp.array2d(dtype=dtype), du: wp.array3d(dtype=dtype), u_out: wp.array2d(dtype=dtype)):

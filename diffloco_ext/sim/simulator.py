@@ -24,7 +24,7 @@ import warp as wp
 from .actuators import actuator_kernels
 from .batched_matmul import batched_matmul
 from .bias_forces import bias_force_kernels
-from .cholesky import cholesky_factor, solve_with_factor
+from .cholesky import solve_with_factor
 from .delassus import delassus
 from .contact import ContactParams, contact_kernels
 from .divergence import divergence_kernels
@@ -150,8 +150,7 @@ class StepData:
                         **arrays)
 
     def zero_accumulators(self) -> None:
-        for name in ("composite_m", "composite_h", "composite_J", "H", "subtree_force_ang", "subtree_force_lin",
-                     "diverged"):
+        for name in ("composite_m", "composite_h", "composite_J", "H", "subtree_force_ang", "subtree_force_lin"):
             getattr(self, name).zero_()
         if self.contact is not None:
             self.contact.J.zero_()
@@ -192,8 +191,8 @@ class Simulator:
         self.max_distance = float(max_distance)
         d = model.dtype
         self._fk, self._vel, self._feet = kinematics_kernels(d)
-        self._inertia, self._composite, self._crba = mass_matrix_kernels(d)
-        self._rnea, self._subtree_force, self._project = bias_force_kernels(d)
+        self._composite, self._crba = mass_matrix_kernels(d)
+        self._rnea, self._project = bias_force_kernels(d)
         self._actuator, self._rhs = actuator_kernels(d)
         self._integrate, self._add_velocity, self._free_velocity, self._column_sum = integrator_kernels(d)
         self._detect, self._select = divergence_kernels(d)
@@ -252,25 +251,23 @@ class Simulator:
         N, n, nv = m.num_envs, m.num_joints, m.nv
         dt = self._scalar(self.dt)
         launch = self._launch
-        launch(self._integrate, (N, m.nq), [s.q, s.u, s.u, self._scalar(0.5 * self.dt), d.q_mid])
+        launch(self._integrate, N, [s.q, s.u, s.u, self._scalar(0.5 * self.dt), d.q_mid])
         self._dynamics(d.q_mid, s.u, d)
-        launch(self._actuator, (N, n), [d.q_mid, s.u, c.joint_target, c.joint_torque, m.joint_stiffness,
+        launch(self._actuator, N, [d.q_mid, s.u, c.joint_target, c.joint_torque, m.joint_stiffness,
                                         m.joint_damping, self._scalar(m.effort_limit),
                                         self._scalar(m.saturation_effort), self._scalar(m.velocity_limit), d.tau])
-        launch(self._rhs, (N, nv), [s.u, d.tau, d.bias, m.joint_friction_damping, dt, int(m.fixed_base), d.rhs])
-        cholesky_factor(d.H, m.dof_parent, d.L)
-        solve_with_factor(d.H, m.dof_parent, d.L, d.rhs, d.du, tape)
+        launch(self._rhs, N, [s.u, d.tau, d.bias, m.joint_friction_damping, dt, int(m.fixed_base), d.rhs])
+        solve_with_factor(d.H, m.dof_parent, d.L, d.rhs, d.du, tape, factor_first=True)
         if d.contact is None:
             launch(self._add_velocity, (N, nv), [s.u, d.du, d.u_new])
         else:
             self._contact_impulses(s, d, tape)
             launch(self._column_sum, (N, nv), [d.contact.u_free, d.contact.du_contact, d.u_new])
-        launch(self._integrate, (N, m.nq), [s.q, s.u, d.u_new, dt, d.q_new])
-        wp.launch(self._detect, dim=(N, max(m.nq, nv)), inputs=[d.q_new, d.u_new, self._scalar(self.max_speed),
-                                                                self._scalar(self.max_distance), d.diverged],
+        launch(self._integrate, N, [s.q, s.u, d.u_new, dt, d.q_new])
+        wp.launch(self._detect, dim=N, inputs=[d.q_new, d.u_new, self._scalar(self.max_speed),
+                                               self._scalar(self.max_distance), d.diverged],
                   device=m.device, record_tape=False)
-        launch(self._select, (N, m.nq), [d.q_new, s.q, d.diverged, out.q])
-        launch(self._select, (N, nv), [d.u_new, s.u, d.diverged, out.u])
+        launch(self._select, N, [d.q_new, d.u_new, s.q, s.u, d.diverged, out.q, out.u])
 
     def _contact_impulses(self, s: State, d: StepData, tape: wp.Tape | None) -> None:
         """Contact geometry at the midpoint, Delassus matrix, impulses and their velocity change."""
@@ -307,18 +304,16 @@ class Simulator:
         N, B, nv = m.num_envs, m.num_bodies, m.nv
         launch = self._launch
         self.kinematics(q, u, k)
-        launch(self._inertia, (N, B), [k.body_rot, k.body_pos, m.body_mass, m.body_com, m.body_inertia,
-                                       d.inertia_m, d.inertia_h, d.inertia_J])
-        launch(self._composite, (N, B), [m.subtree_start, m.subtree_index, d.inertia_m, d.inertia_h, d.inertia_J,
-                                         d.composite_m, d.composite_h, d.composite_J])
-        launch(self._crba, (N, B), [m.ancestor_start, m.ancestor_index, m.joint_armature, k.dof_ang, k.dof_lin,
+        launch(self._composite, N, [k.body_rot, k.body_pos, m.body_mass, m.body_com, m.body_inertia,
+                                    m.subtree_start, m.subtree_index, d.inertia_m, d.inertia_h, d.inertia_J,
+                                    d.composite_m, d.composite_h, d.composite_J])
+        launch(self._crba, N, [m.ancestor_start, m.ancestor_index, m.joint_armature, k.dof_ang, k.dof_lin,
                                     d.composite_m, d.composite_h, d.composite_J, int(m.fixed_base), d.H])
         launch(self._rnea, N, [u, self._gravity, m.body_parent, k.dof_ang, k.dof_lin, k.body_vel_ang,
                                k.body_vel_lin, d.inertia_m, d.inertia_h, d.inertia_J, d.body_acc_ang,
-                               d.body_acc_lin, d.body_force_ang, d.body_force_lin])
-        launch(self._subtree_force, (N, B), [m.subtree_start, m.subtree_index, d.body_force_ang, d.body_force_lin,
-                                             d.subtree_force_ang, d.subtree_force_lin])
-        launch(self._project, (N, nv), [k.dof_ang, k.dof_lin, d.subtree_force_ang, d.subtree_force_lin, d.bias])
+                               d.body_acc_lin, d.body_force_ang, d.body_force_lin, m.subtree_start,
+                               m.subtree_index, d.subtree_force_ang, d.subtree_force_lin])
+        launch(self._project, N, [k.dof_ang, k.dof_lin, d.subtree_force_ang, d.subtree_force_lin, d.bias])
 
     # -- queries, for tasks, tests and tools ---------------------------------------------------------------
     def dynamics_terms(self, q: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
