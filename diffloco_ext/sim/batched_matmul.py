@@ -19,18 +19,20 @@ def matmul_kernels(dtype):
     @wp.kernel(enable_backward=False)
     def matmul(A: wp.array3d(dtype=dtype), B: wp.array3d(dtype=dtype), transpose_a: int, accumulate: int,
                C: wp.array3d(dtype=dtype)):
-        """``C[e, i, j] (+)= sum_k op(A)[e, i, k] B[e, k, j]`` with ``op`` the identity or the transpose."""
-        e, i, j = wp.tid()
-        s = dtype(0.0)
-        if transpose_a == 0:
-            for k in range(A.shape[2]):
-                s += A[e, i, k] * B[e, k, j]
-        else:
-            for k in range(A.shape[1]):
-                s += A[e, k, i] * B[e, k, j]
-        if accumulate != 0:
-            s += C[e, i, j]
-        C[e, i, j] = s
+        """Column ``j`` of ``C[e] (+)= op(A[e]) B[e]``, ``op`` the identity or the transpose (one thread per
+        environment and column: these products are tall and thin, matrix-vector in the step)."""
+        e, j = wp.tid()
+        for i in range(C.shape[1]):
+            s = dtype(0.0)
+            if transpose_a == 0:
+                for k in range(A.shape[2]):
+                    s += A[e, i, k] * B[e, k, j]
+            else:
+                for k in range(A.shape[1]):
+                    s += A[e, k, i] * B[e, k, j]
+            if accumulate != 0:
+                s += C[e, i, j]
+            C[e, i, j] = s
 
     return matmul
 
@@ -44,7 +46,7 @@ def batched_matmul(A: wp.array, B: wp.array, C: wp.array, transpose_a: bool = Fa
     if B.shape[1] != inner or C.shape[1] != rows or C.shape[2] != B.shape[2]:
         raise ValueError(f"shape mismatch: op(A) {rows}x{inner}, B {B.shape[1:]}, C {C.shape[1:]}")
     N = A.shape[0]
-    wp.launch(matmul, dim=(N, rows, B.shape[2]), inputs=[A, B, int(transpose_a), 0, C], device=A.device,
+    wp.launch(matmul, dim=(N, B.shape[2]), inputs=[A, B, int(transpose_a), 0, C], device=A.device,
               record_tape=False)
     if tape is None:
         return

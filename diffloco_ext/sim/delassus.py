@@ -18,71 +18,77 @@ import torch
 import warp as wp
 
 from .cholesky import accumulate_lower
+from .warp_setup import warp_types
 
 
 @functools.cache
 def delassus_kernels(dtype):
+    vec3 = warp_types(dtype).vec3
+    mat33 = warp_types(dtype).mat33
+
     @wp.kernel(enable_backward=False)
     def half_solve_gram(
         L: wp.array3d(dtype=dtype),
-        dof_parent: wp.array(dtype=wp.int32),
         foot_path_start: wp.array(dtype=wp.int32),
         foot_path: wp.array(dtype=wp.int32),
         J: wp.array3d(dtype=dtype),
-        W: wp.array3d(dtype=dtype),
+        W: wp.array3d(dtype=vec3),
         G: wp.array3d(dtype=dtype),
     ):
-        """``W = L^-T J^T`` along each foot's root path (``W`` zeroed elsewhere), then ``G = W^T W``."""
+        """``W = L^-T J^T`` along each foot's root path, the foot's three contact rows side by side in a vec3
+        (``W`` [N, nv, F], zeroed elsewhere), then ``G = W^T W`` block by block."""
         e = wp.tid()
-        num_rows = J.shape[1]
-        for c in range(num_rows):
-            f = c // 3
+        num_feet = W.shape[2]
+        for f in range(num_feet):
             start = foot_path_start[f]
             end = foot_path_start[f + 1]
             for p in range(start, end):
                 k = foot_path[p]
-                W[e, k, c] = J[e, c, k]
+                W[e, k, f] = vec3(J[e, 3 * f, k], J[e, 3 * f + 1, k], J[e, 3 * f + 2, k])
             for p in range(start, end):  # the path runs leaf to root: descendants first, as L^T needs
                 k = foot_path[p]
-                y = W[e, k, c] / L[e, k, k]
-                W[e, k, c] = y
-                i = dof_parent[k]
-                while i != -1:
-                    W[e, i, c] = W[e, i, c] - L[e, k, i] * y
-                    i = dof_parent[i]
-        for a in range(num_rows):
-            fa = a // 3
-            for b in range(a, num_rows):
-                s = dtype(0.0)
+                y = W[e, k, f] / L[e, k, k]
+                W[e, k, f] = y
+                for p2 in range(p + 1, end):  # the rest of the path: exactly k's ancestors
+                    i = foot_path[p2]
+                    W[e, i, f] = W[e, i, f] - y * L[e, k, i]
+        for fa in range(num_feet):
+            for fb in range(fa, num_feet):
+                block = mat33()
                 for p in range(foot_path_start[fa], foot_path_start[fa + 1]):
                     k = foot_path[p]
-                    s += W[e, k, a] * W[e, k, b]
-                G[e, a, b] = s
-                G[e, b, a] = s
+                    block = block + wp.outer(W[e, k, fa], W[e, k, fb])
+                for r in range(3):
+                    for c in range(3):
+                        G[e, 3 * fa + r, 3 * fb + c] = block[r, c]
+                        G[e, 3 * fb + c, 3 * fa + r] = block[r, c]
 
     @wp.kernel(enable_backward=False)
-    def lower_solve(L: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32), W: wp.array3d(dtype=dtype),
+    def lower_solve(L: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32), W: wp.array3d(dtype=vec3),
                     Y: wp.array3d(dtype=dtype)):
-        """``Y[:, c] = L^-1 W[:, c]`` (ancestors first)."""
-        e, c = wp.tid()
+        """``Y[:, 3f:3f+3] = L^-1 W[:, f]`` (ancestors first)."""
+        e, f = wp.tid()
         n = L.shape[1]
         for k in range(n):
-            s = W[e, k, c]
+            s = W[e, k, f]
             i = dof_parent[k]
             while i != -1:
-                s = s - L[e, k, i] * Y[e, i, c]
+                s = s - vec3(Y[e, i, 3 * f], Y[e, i, 3 * f + 1], Y[e, i, 3 * f + 2]) * L[e, k, i]
                 i = dof_parent[i]
-            Y[e, k, c] = s / L[e, k, k]
+            y = s / L[e, k, k]
+            Y[e, k, 3 * f] = y[0]
+            Y[e, k, 3 * f + 1] = y[1]
+            Y[e, k, 3 * f + 2] = y[2]
 
     return half_solve_gram, lower_solve
 
 
 def delassus(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_start: wp.array, foot_path: wp.array,
              J: wp.array, W: wp.array, G: wp.array, tape: wp.Tape | None = None) -> None:
-    """``G = J H^-1 J^T`` [N, C, C] for contact rows ``J`` [N, C, nv] (``W`` [N, nv, C] zeroed scratch)."""
+    """``G = J H^-1 J^T`` [N, C, C] for contact rows ``J`` [N, C, nv] (``W`` [N, nv, F] vec3, zeroed scratch)."""
     half_solve_gram, lower_solve = delassus_kernels(H.dtype)
     N, C, nv = J.shape
-    wp.launch(half_solve_gram, dim=N, inputs=[L, dof_parent, foot_path_start, foot_path, J, W, G], device=J.device,
+    wp.launch(half_solve_gram, dim=N, inputs=[L, foot_path_start, foot_path, J, W, G], device=J.device,
               record_tape=False)
     if tape is None:
         return
@@ -91,7 +97,7 @@ def delassus(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_start: wp
         if G.grad is None:
             return
         Y = wp.zeros((N, nv, C), dtype=H.dtype, device=J.device)
-        wp.launch(lower_solve, dim=(N, C), inputs=[L, dof_parent, W, Y], device=J.device, record_tape=False)
+        wp.launch(lower_solve, dim=(N, C // 3), inputs=[L, dof_parent, W, Y], device=J.device, record_tape=False)
         Y_t, G_bar = wp.to_torch(Y), wp.to_torch(G.grad)
         if J.requires_grad and J.grad is not None:
             wp.to_torch(J.grad).add_(torch.bmm(G_bar + G_bar.transpose(1, 2), Y_t.transpose(1, 2)))

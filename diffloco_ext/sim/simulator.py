@@ -73,7 +73,7 @@ class ContactData:
     J: wp.array  # [N, C, nv]
     u_free: wp.array  # [N, nv, 1]
     c: wp.array  # [N, C, 1] contact-point velocity without impulses (m/s)
-    W: wp.array  # [N, nv, C] = L^-T J^T (path-sparse)
+    W: wp.array  # [N, nv, F] vec3 = L^-T J^T (path-sparse, a foot's three rows in one vec3)
     G: wp.array  # [N, C, C] Delassus matrix
     weight: wp.array  # [N, F] smoothing weight / contact state
     target: wp.array  # [N, F] vec3 free contact velocity with penetration stabilisation (m/s)
@@ -90,7 +90,7 @@ class ContactData:
         C = 3 * F
         shapes = {
             "gap": ((N, F), s), "frame": ((N, F, 3), t.vec3), "J": ((N, C, nv), s),
-            "u_free": ((N, nv, 1), s), "c": ((N, C, 1), s), "W": ((N, nv, C), s), "G": ((N, C, C), s),
+            "u_free": ((N, nv, 1), s), "c": ((N, C, 1), s), "W": ((N, nv, F), t.vec3), "G": ((N, C, C), s),
             "generalized_impulse": ((N, nv, 1), s),
             "weight": ((N, F), s), "target": ((N, F), t.vec3), "history": ((N, params.iterations + 1, F), t.vec3),
             "impulse": ((N, C, 1), s), "du_contact": ((N, nv, 1), s), "force": ((N, F), t.vec3),
