@@ -35,7 +35,7 @@ def kinematics_kernels(dtype):
         q: wp.array2d(dtype=dtype),
         body_parent: wp.array(dtype=wp.int32),
         body_pos0: wp.array(dtype=vec3),
-        body_quat0: wp.array(dtype=quat),
+        body_rot0: wp.array(dtype=mat33),
         joint_axis: wp.array(dtype=vec3),
         body_rot: wp.array2d(dtype=mat33),
         body_pos: wp.array2d(dtype=vec3),
@@ -61,10 +61,13 @@ def kinematics_kernels(dtype):
         for b in range(1, body_parent.shape[0]):
             p = body_parent[b]
             rot_p = body_rot[e, p]
-            rot_tree = rot_p * wp.quat_to_matrix(body_quat0[b])
+            rot_tree = rot_p * body_rot0[b]
             r = body_pos[e, p] + rot_p * body_pos0[b]
             axis_local = joint_axis[b]
-            turn = wp.quat_to_matrix(wp.quat_from_axis_angle(axis_local, q[e, 6 + b]))
+            # Rodrigues: rotation by q about the unit axis, I + sin q K + (1 - cos q) K^2 with K = [axis]x
+            angle = q[e, 6 + b]
+            K = wp.skew(axis_local)
+            turn = wp.identity(n=3, dtype=dtype) + K * wp.sin(angle) + (K * K) * (one - wp.cos(angle))
             body_rot[e, b] = rot_tree * turn
             body_pos[e, b] = r
             a = rot_tree * axis_local

@@ -22,6 +22,7 @@ import numpy as np
 import warp as wp
 
 from ..assets.robot_description import RobotDescription
+from ..assets.rotations import quat_to_matrix
 from .warp_setup import NUMPY_DTYPES, init_warp, resolve_device, resolve_dtype, warp_types
 
 
@@ -55,7 +56,7 @@ class Model:
     dof_parent: wp.array  # int32 [nv]: the DOF each DOF hangs from (base DOFs form a chain 0-1-...-5), -1 for DOF 0
     # joint frames (shared): body frame in parent frame at q = 0; joint axis in the body frame
     body_pos0: wp.array  # vec3 [B] (m)
-    body_quat0: wp.array  # quat [B] (x, y, z, w storage as Warp quaternions)
+    body_rot0: wp.array  # mat33 [B]: body frame orientation in the parent frame at q = 0
     joint_axis: wp.array  # vec3 [B] (body 0 unused)
     joint_armature: wp.array  # scalar [n] (kg m^2)
     joint_friction_damping: wp.array  # scalar [n] viscous joint damping (N m s / rad)
@@ -166,8 +167,7 @@ def build_model(
     def tiled(values):
         return np.broadcast_to(np.asarray(values, dtype=npd), (num_envs, *np.shape(values))).copy()
 
-    # Warp quaternions are stored (x, y, z, w); descriptions use (w, x, y, z).
-    quat0 = np.array([[b.quat[1], b.quat[2], b.quat[3], b.quat[0]] for b in robot.bodies])
+    rot0 = np.array([quat_to_matrix(b.quat) for b in robot.bodies])
     axes = np.array([[1.0, 0.0, 0.0]] + [list(j.axis) for j in robot.joints])
     act = robot.actuator
     kp = 0.0 if act is None else act.stiffness
@@ -207,7 +207,7 @@ def build_model(
         ancestor_index=wp.array(anc_idx, dtype=wp.int32, **shared),
         dof_parent=wp.array(dof_parent, dtype=wp.int32, **shared),
         body_pos0=wp.array(np.array([b.pos for b in robot.bodies], dtype=npd), dtype=t.vec3, **shared),
-        body_quat0=wp.array(quat0.astype(npd), dtype=t.quat, **shared),
+        body_rot0=wp.array(rot0.astype(npd), dtype=t.mat33, **shared),
         joint_axis=wp.array(axes.astype(npd), dtype=t.vec3, **shared),
         joint_armature=wp.array(np.array([j.armature for j in robot.joints], dtype=npd), dtype=dtype, **shared),
         joint_friction_damping=wp.array(np.array([j.damping for j in robot.joints], dtype=npd), dtype=dtype,

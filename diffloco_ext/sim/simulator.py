@@ -293,7 +293,7 @@ class Simulator:
     def kinematics(self, q: wp.array, u: wp.array, k: KinematicsData) -> None:
         """Forward kinematics, motion subspace and body velocities of ``(q, u)`` into ``k``."""
         m = self.model
-        self._launch(self._fk, m.num_envs, [q, m.body_parent, m.body_pos0, m.body_quat0, m.joint_axis, k.body_rot,
+        self._launch(self._fk, m.num_envs, [q, m.body_parent, m.body_pos0, m.body_rot0, m.joint_axis, k.body_rot,
                                             k.body_pos, k.dof_ang, k.dof_lin])
         self._launch(self._vel, m.num_envs, [q, u, m.body_parent, k.body_rot, k.dof_ang, k.dof_lin, k.body_vel_ang,
                                              k.body_vel_lin])
