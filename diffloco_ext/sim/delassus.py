@@ -10,6 +10,8 @@ Backward pass (``Y = H^-1 J^T``, computed only there): for ``G = J H^-1 J^T``
     J_bar += (G_bar + G_bar^T) Y^T          H_bar -= Y G_bar Y^T   (accumulated on H's lower triangle)
 
 the lower-triangle rule being the one of :mod:`.cholesky` (the factorisation reads only that triangle).
+
+:func:`impulse_response` reuses ``W`` for the velocity change of the contact impulses, ``H^-1 J^T P = L^-1 W P``.
 """
 
 import functools
@@ -17,7 +19,7 @@ import functools
 import torch
 import warp as wp
 
-from .cholesky import accumulate_lower
+from .cholesky import accumulate_lower, cholesky_kernels
 from .warp_setup import warp_types
 
 
@@ -80,13 +82,35 @@ def delassus_kernels(dtype):
             Y[e, k, 3 * f + 1] = y[1]
             Y[e, k, 3 * f + 2] = y[2]
 
-    return half_solve_gram, lower_solve
+    @wp.kernel(enable_backward=False)
+    def impulse_response(L: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32),
+                         foot_path_start: wp.array(dtype=wp.int32), foot_path: wp.array(dtype=wp.int32),
+                         W: wp.array3d(dtype=vec3), P: wp.array3d(dtype=dtype), du: wp.array3d(dtype=dtype)):
+        """``du = H^-1 J^T P = L^-1 (W P)``: the path-sparse ``W P``, then one solve with ``L`` (ancestors first)."""
+        e = wp.tid()
+        n = L.shape[1]
+        for k in range(n):
+            du[e, k, 0] = dtype(0.0)
+        for f in range(W.shape[2]):
+            pf = vec3(P[e, 3 * f, 0], P[e, 3 * f + 1, 0], P[e, 3 * f + 2, 0])
+            for p in range(foot_path_start[f], foot_path_start[f + 1]):
+                k = foot_path[p]
+                du[e, k, 0] = du[e, k, 0] + wp.dot(W[e, k, f], pf)
+        for k in range(n):
+            s = du[e, k, 0]
+            i = dof_parent[k]
+            while i != -1:
+                s = s - L[e, k, i] * du[e, i, 0]
+                i = dof_parent[i]
+            du[e, k, 0] = s / L[e, k, k]
+
+    return half_solve_gram, lower_solve, impulse_response
 
 
 def delassus(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_start: wp.array, foot_path: wp.array,
              J: wp.array, W: wp.array, G: wp.array, tape: wp.Tape | None = None) -> None:
     """``G = J H^-1 J^T`` [N, C, C] for contact rows ``J`` [N, C, nv] (``W`` [N, nv, F] vec3, zeroed scratch)."""
-    half_solve_gram, lower_solve = delassus_kernels(H.dtype)
+    half_solve_gram, lower_solve, _ = delassus_kernels(H.dtype)
     N, C, nv = J.shape
     wp.launch(half_solve_gram, dim=N, inputs=[L, foot_path_start, foot_path, J, W, G], device=J.device,
               record_tape=False)
@@ -105,3 +129,33 @@ def delassus(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_start: wp
             accumulate_lower(wp.to_torch(H.grad), -torch.bmm(torch.bmm(Y_t, G_bar), Y_t.transpose(1, 2)))
 
     tape.record_func(backward=backward, arrays=[H, J, G])
+
+
+def impulse_response(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_start: wp.array,
+                     foot_path: wp.array, J: wp.array, W: wp.array, P: wp.array, du: wp.array,
+                     tape: wp.Tape | None = None) -> None:
+    """Velocity change ``du = H^-1 J^T P`` [N, nv, 1] of contact impulses ``P`` [N, C, 1], reusing ``W`` from
+    :func:`delassus`. Backward (``b_bar = H^-1 du_bar``): ``P_bar += J b_bar``, ``J_bar += P b_bar^T``,
+    ``H_bar -= b_bar du^T`` folded onto the lower triangle."""
+    kernel = delassus_kernels(H.dtype)[2]
+    N = J.shape[0]
+    wp.launch(kernel, dim=N, inputs=[L, dof_parent, foot_path_start, foot_path, W, P, du], device=J.device,
+              record_tape=False)
+    if tape is None:
+        return
+
+    def backward() -> None:
+        if du.grad is None:
+            return
+        b_bar = wp.empty_like(du, requires_grad=False)
+        wp.launch(cholesky_kernels(H.dtype)[0], dim=(N, 1), inputs=[L, dof_parent, du.grad, b_bar],
+                  device=J.device, record_tape=False)
+        b_t, J_t, P_t = wp.to_torch(b_bar), wp.to_torch(J), wp.to_torch(P)
+        if P.requires_grad and P.grad is not None:
+            wp.to_torch(P.grad).add_(torch.bmm(J_t, b_t))
+        if J.requires_grad and J.grad is not None:
+            wp.to_torch(J.grad).add_(torch.bmm(P_t, b_t.transpose(1, 2)))
+        if H.requires_grad and H.grad is not None:
+            accumulate_lower(wp.to_torch(H.grad), -torch.bmm(b_t, wp.to_torch(du).transpose(1, 2)))
+
+    tape.record_func(backward=backward, arrays=[H, J, P, du])

@@ -25,7 +25,7 @@ from .actuators import actuator_kernels
 from .batched_matmul import batched_matmul
 from .bias_forces import bias_force_kernels
 from .cholesky import solve_with_factor
-from .delassus import delassus
+from .delassus import delassus, impulse_response
 from .contact import ContactParams, contact_kernels
 from .divergence import divergence_kernels
 from .integrator import integrator_kernels
@@ -79,7 +79,6 @@ class ContactData:
     target: wp.array  # [N, F] vec3 free contact velocity with penetration stabilisation (m/s)
     history: wp.array  # [N, iterations + 1, F] vec3 PGS iterates
     impulse: wp.array  # [N, C, 1] applied impulses in the contact frames (N s)
-    generalized_impulse: wp.array  # [N, nv, 1] = J^T P
     du_contact: wp.array  # [N, nv, 1]
     force: wp.array  # [N, F] vec3 mean contact force over the step, world frame (N)
 
@@ -91,7 +90,7 @@ class ContactData:
         shapes = {
             "gap": ((N, F), s), "frame": ((N, F, 3), t.vec3), "J": ((N, C, nv), s),
             "u_free": ((N, nv, 1), s), "c": ((N, C, 1), s), "W": ((N, nv, F), t.vec3), "G": ((N, C, C), s),
-            "generalized_impulse": ((N, nv, 1), s),
+            
             "weight": ((N, F), s), "target": ((N, F), t.vec3), "history": ((N, params.iterations + 1, F), t.vec3),
             "impulse": ((N, C, 1), s), "du_contact": ((N, nv, 1), s), "force": ((N, F), t.vec3),
         }
@@ -286,8 +285,8 @@ class Simulator:
             self._scalar(compliance_n),
             self._scalar(compliance_t),
             self._scalar(p.relaxation), cd.weight, cd.target, cd.history, cd.impulse])
-        batched_matmul(cd.J, cd.impulse, cd.generalized_impulse, transpose_a=True, tape=tape)
-        solve_with_factor(d.H, m.dof_parent, d.L, cd.generalized_impulse, cd.du_contact, tape)
+        impulse_response(d.H, d.L, m.dof_parent, m.foot_path_start, m.foot_path, cd.J, cd.W, cd.impulse,
+                         cd.du_contact, tape)
         self._launch(self._contact_force, (N, F), [cd.impulse, cd.frame, self._scalar(1.0 / self.dt), cd.force])
 
     def kinematics(self, q: wp.array, u: wp.array, k: KinematicsData) -> None:
