@@ -98,14 +98,11 @@ class ContactParams:
 
 
 @functools.cache
-def contact_kernels(dtype, num_contacts: int):
+def contact_kernels(dtype):
     t = warp_types(dtype)
     vec3, mat33 = t.vec3, t.mat33
-    NC = num_contacts
-    TANGENT_STEPS = 3
     zero = dtype(0.0)
     one = dtype(1.0)
-    half = dtype(0.5)
 
     @wp.func
     def _terrain_query(ground_height: dtype, x: vec3):
@@ -168,112 +165,6 @@ def contact_kernels(dtype, num_contacts: int):
             J[e, 3 * f + 1, k] = wp.dot(t1, v)
             J[e, 3 * f + 2, k] = wp.dot(t2, v)
 
-    @wp.func
-    def _block(G: wp.array3d(dtype=dtype), e: int, i: int, j: int):
-        return mat33(
-            G[e, 3 * i, 3 * j], G[e, 3 * i, 3 * j + 1], G[e, 3 * i, 3 * j + 2],
-            G[e, 3 * i + 1, 3 * j], G[e, 3 * i + 1, 3 * j + 1], G[e, 3 * i + 1, 3 * j + 2],
-            G[e, 3 * i + 2, 3 * j], G[e, 3 * i + 2, 3 * j + 1], G[e, 3 * i + 2, 3 * j + 2],
-        )
-
-    @wp.func
-    def _project(p: vec3, mu: dtype):
-        """Paper A's proximal projection: no pull; tangential impulse scaled into the friction cone."""
-        out = p
-        if p[0] <= zero:
-            out = vec3(zero, zero, zero)
-        else:
-            tn2 = p[1] * p[1] + p[2] * p[2]
-            limit = mu * p[0]
-            if tn2 > limit * limit:
-                scale = limit / wp.sqrt(tn2)
-                out = vec3(p[0], p[1] * scale, p[2] * scale)
-        return out
-
-    @wp.func
-    def _weight(g: dtype, mode: int, kappa: dtype, col_height: dtype):
-        w = zero
-        if mode == 1:
-            if g <= zero:
-                w = one
-        elif g <= col_height:
-            w = one / (one + wp.exp(wp.clamp(kappa * g, dtype(-100.0), dtype(50.0))))
-        return w
-
-    @wp.kernel
-    def projected_gauss_seidel(
-        G: wp.array3d(dtype=dtype),
-        c: wp.array3d(dtype=dtype),
-        gap: wp.array2d(dtype=dtype),
-        friction: wp.array(dtype=dtype),
-        mode: int,
-        kappa: dtype,
-        col_height: dtype,
-        iterations: int,
-        gap_rate: dtype,
-        gap_offset: dtype,
-        max_push_speed: dtype,
-        compliance_n: dtype,
-        compliance_t: dtype,
-        relaxation: dtype,
-        weight: wp.array2d(dtype=dtype),
-        target: wp.array2d(dtype=vec3),
-        history: wp.array3d(dtype=vec3),
-        impulse: wp.array3d(dtype=dtype),
-    ):
-        """Impulses per contact: ``history`` [N, iterations + 1, F] holds every iterate (written once).
-
-        ``target`` [N, F] is each contact's free velocity plus ``max(gap_rate * min(g + gap_offset, 0), -max_push)``
-        on the normal. The
-        compliance ``R = diag(compliance_n, compliance_t, compliance_t)`` is added to each diagonal block.
-        """
-        e = wp.tid()
-        mu = friction[e]
-        for i0 in range(NC):
-            g0 = gap[e, i0]
-            weight[e, i0] = _weight(g0, mode, kappa, col_height)
-            push = wp.max(gap_rate * wp.min(g0 + gap_offset, zero), -max_push_speed)
-            target[e, i0] = vec3(c[e, 3 * i0, 0] + push, c[e, 3 * i0 + 1, 0], c[e, 3 * i0 + 2, 0])
-        compliance = wp.diag(vec3(compliance_n, compliance_t, compliance_t))
-        for i1 in range(NC):
-            history[e, 0, i1] = _project(-(wp.inverse(_block(G, e, i1, i1) + compliance) * target[e, i1]), mu)
-        for it in range(iterations):
-            for i in range(NC):
-                Gii = _block(G, e, i, i) + compliance
-                p = history[e, it, i]
-                w = target[e, i] + Gii * p
-                for j in range(NC):
-                    if j < i:
-                        w = w + _block(G, e, i, j) * history[e, it + 1, j] * weight[e, j]
-                    elif j > i:
-                        w = w + _block(G, e, i, j) * history[e, it, j] * weight[e, j]
-                # normal first, then the tangential pair with the residual updated by the new normal impulse
-                pn = wp.max(p[0] - relaxation * w[0] / Gii[0, 0], zero)
-                dn = pn - p[0]
-                # tangential pair: projected gradient steps on the contact's own 2x2 block, isotropic step
-                # 1 / lambda_max(G_tt) so that the fixed point is exactly Coulomb's maximal dissipation
-                a11 = Gii[1, 1]
-                a22 = Gii[2, 2]
-                a12 = Gii[1, 2]
-                lam = half * (a11 + a22 + wp.sqrt((a11 - a22) * (a11 - a22) + dtype(4.0) * a12 * a12))
-                r_t = relaxation / lam
-                w1 = w[1] + Gii[1, 0] * dn
-                w2 = w[2] + Gii[2, 0] * dn
-                t1 = p[1]
-                t2 = p[2]
-                for _sub in range(TANGENT_STEPS):
-                    v1 = w1 + a11 * (t1 - p[1]) + a12 * (t2 - p[2])
-                    v2 = w2 + a12 * (t1 - p[1]) + a22 * (t2 - p[2])
-                    pt = _project(vec3(pn, t1 - r_t * v1, t2 - r_t * v2), mu)
-                    t1 = pt[1]
-                    t2 = pt[2]
-                history[e, it + 1, i] = _project(vec3(pn, t1, t2), mu)
-        for i2 in range(NC):
-            applied = history[e, iterations, i2] * weight[e, i2]
-            impulse[e, 3 * i2, 0] = applied[0]
-            impulse[e, 3 * i2 + 1, 0] = applied[1]
-            impulse[e, 3 * i2 + 2, 0] = applied[2]
-
     @wp.kernel
     def contact_force_world(
         impulse: wp.array3d(dtype=dtype),
@@ -286,6 +177,6 @@ def contact_kernels(dtype, num_contacts: int):
         force[e, i] = (frame[e, i, 0] * impulse[e, 3 * i, 0] + frame[e, i, 1] * impulse[e, 3 * i + 1, 0]
                        + frame[e, i, 2] * impulse[e, 3 * i + 2, 0]) * inv_dt
 
-    return contact_geometry, projected_gauss_seidel, contact_force_world
+    return contact_geometry, contact_force_world
 
 

@@ -26,6 +26,7 @@ from .batched_matmul import batched_matmul
 from .bias_forces import bias_force_kernels
 from .cholesky import solve_with_factor
 from .delassus import delassus, impulse_response
+from .gauss_seidel import projected_gauss_seidel
 from .contact import ContactParams, contact_kernels
 from .divergence import divergence_kernels
 from .integrator import integrator_kernels
@@ -196,7 +197,7 @@ class Simulator:
         self._integrate, self._add_velocity, self._free_velocity, self._column_sum = integrator_kernels(d)
         self._detect, self._select = divergence_kernels(d)
         if model.num_feet > 0:
-            self._contact_geometry, self._pgs, self._contact_force = contact_kernels(d, model.num_feet)
+            self._contact_geometry, self._contact_force = contact_kernels(d)
         self._buffers: StepData | None = None
         self._scalar = d
         self._gravity = warp_types(d).vec3(*model.gravity)
@@ -278,13 +279,8 @@ class Simulator:
         self._launch(self._free_velocity, (N, nv), [s.u, d.du, cd.u_free])
         batched_matmul(cd.J, cd.u_free, cd.c, tape=tape)
         delassus(d.H, d.L, m.dof_parent, m.foot_path_start, m.foot_path, cd.J, cd.W, cd.G, tape)
-        weight_mode, gap_rate, gap_offset, max_push, compliance_n, compliance_t = p.solver_terms(self.dt)
-        self._launch(self._pgs, N, [
-            cd.G, cd.c, cd.gap, m.friction, weight_mode, self._scalar(p.kappa), self._scalar(p.col_height),
-            int(p.iterations), self._scalar(gap_rate), self._scalar(gap_offset), self._scalar(max_push),
-            self._scalar(compliance_n),
-            self._scalar(compliance_t),
-            self._scalar(p.relaxation), cd.weight, cd.target, cd.history, cd.impulse])
+        projected_gauss_seidel(m, p, self.dt, cd.G, cd.c, cd.gap, cd.weight, cd.target, cd.history, cd.impulse,
+                               tape)
         impulse_response(d.H, d.L, m.dof_parent, m.foot_path_start, m.foot_path, cd.J, cd.W, cd.impulse,
                          cd.du_contact, tape)
         self._launch(self._contact_force, (N, F), [cd.impulse, cd.frame, self._scalar(1.0 / self.dt), cd.force])
