@@ -31,7 +31,7 @@ from .contact import ContactParams, contact_kernels
 from .divergence import divergence_kernels
 from .integrator import integrator_kernels
 from .kinematics import kinematics_kernels
-from .mass_matrix import mass_matrix_kernels
+from .mass_matrix import mass_matrix
 from .model import Model
 from .state import Control, State
 from .warp_setup import warp_types
@@ -191,7 +191,6 @@ class Simulator:
         self.max_distance = float(max_distance)
         d = model.dtype
         self._fk, self._vel, self._feet = kinematics_kernels(d)
-        self._composite, self._crba = mass_matrix_kernels(d)
         self._rnea, self._project = bias_force_kernels(d)
         self._actuator, self._rhs = actuator_kernels(d)
         self._integrate, self._add_velocity, self._free_velocity, self._column_sum = integrator_kernels(d)
@@ -252,7 +251,7 @@ class Simulator:
         dt = self._scalar(self.dt)
         launch = self._launch
         launch(self._integrate, N, [s.q, s.u, s.u, self._scalar(0.5 * self.dt), d.q_mid])
-        self._dynamics(d.q_mid, s.u, d)
+        self._dynamics(d.q_mid, s.u, d, tape)
         launch(self._actuator, N, [d.q_mid, s.u, c.joint_target, c.joint_torque, m.joint_stiffness,
                                         m.joint_damping, self._scalar(m.effort_limit),
                                         self._scalar(m.saturation_effort), self._scalar(m.velocity_limit), d.tau])
@@ -293,17 +292,13 @@ class Simulator:
         self._launch(self._vel, m.num_envs, [q, u, m.body_parent, k.body_rot, k.dof_ang, k.dof_lin, k.body_vel_ang,
                                              k.body_vel_lin])
 
-    def _dynamics(self, q: wp.array, u: wp.array, d: StepData) -> None:
+    def _dynamics(self, q: wp.array, u: wp.array, d: StepData, tape: wp.Tape | None = None) -> None:
         """Kinematics, H (CRBA) and bias forces (RNEA) at ``(q, u)`` into ``d`` (accumulators zeroed)."""
         m, k = self.model, d.kin
         N, B, nv = m.num_envs, m.num_bodies, m.nv
         launch = self._launch
         self.kinematics(q, u, k)
-        launch(self._composite, N, [k.body_rot, k.body_pos, m.body_mass, m.body_com, m.body_inertia,
-                                    m.subtree_start, m.subtree_index, d.inertia_m, d.inertia_h, d.inertia_J,
-                                    d.composite_m, d.composite_h, d.composite_J])
-        launch(self._crba, N, [m.ancestor_start, m.ancestor_index, m.joint_armature, k.dof_ang, k.dof_lin,
-                                    d.composite_m, d.composite_h, d.composite_J, int(m.fixed_base), d.H])
+        mass_matrix(m, k, d, tape)
         launch(self._rnea, N, [u, self._gravity, m.body_parent, k.dof_ang, k.dof_lin, k.body_vel_ang,
                                k.body_vel_lin, d.inertia_m, d.inertia_h, d.inertia_J, d.body_acc_ang,
                                d.body_acc_lin, d.body_force_ang, d.body_force_lin, m.subtree_start,
