@@ -101,7 +101,28 @@ def cholesky_kernels(dtype):
                 i = dof_parent[i]
             x[e, k, 0] = s / L[e, k, k]
 
-    return solve, factor_and_solve
+    @wp.kernel(enable_backward=False)
+    def subtract_lower_outer(a: wp.array3d(dtype=dtype), x: wp.array3d(dtype=dtype), H_grad: wp.array3d(dtype=dtype)):
+        """``H_grad -= a x^T`` folded onto the lower triangle (summed over the columns of ``a``, ``x``)."""
+        e = wp.tid()
+        n = x.shape[1]
+        for i in range(n):
+            for j in range(i + 1):
+                s = dtype(0.0)
+                for c in range(x.shape[2]):
+                    s += a[e, i, c] * x[e, j, c]
+                    if j < i:
+                        s += a[e, j, c] * x[e, i, c]
+                H_grad[e, i, j] = H_grad[e, i, j] - s
+
+    @wp.kernel(enable_backward=False)
+    def add_into(a: wp.array3d(dtype=dtype), out: wp.array3d(dtype=dtype)):
+        e = wp.tid()
+        for i in range(a.shape[1]):
+            for c in range(a.shape[2]):
+                out[e, i, c] = out[e, i, c] + a[e, i, c]
+
+    return solve, factor_and_solve, subtract_lower_outer, add_into
 
 
 def solve_with_factor(H: wp.array, dof_parent: wp.array, L: wp.array, b: wp.array, x: wp.array,
@@ -111,7 +132,7 @@ def solve_with_factor(H: wp.array, dof_parent: wp.array, L: wp.array, b: wp.arra
     ``factor_first``: compute ``L`` in the same pass (one right-hand side only). With a ``tape``, records the
     hand-written adjoint (gradients to ``b`` and ``H`` where they require grad).
     """
-    solve, factor_and_solve = cholesky_kernels(H.dtype)
+    solve, factor_and_solve, subtract_lower_outer, add_into = cholesky_kernels(H.dtype)
     dims = (b.shape[0], b.shape[2])
     if factor_first:
         if b.shape[2] != 1:
@@ -129,9 +150,9 @@ def solve_with_factor(H: wp.array, dof_parent: wp.array, L: wp.array, b: wp.arra
         b_bar = wp.empty_like(x, requires_grad=False)
         wp.launch(solve, dim=dims, inputs=[L, dof_parent, x.grad, b_bar], device=b.device, record_tape=False)
         if b.requires_grad and b.grad is not None:
-            wp.to_torch(b.grad).add_(wp.to_torch(b_bar))
+            wp.launch(add_into, dim=b.shape[0], inputs=[b_bar, b.grad], device=b.device, record_tape=False)
         if H.requires_grad and H.grad is not None:
-            b_bar_t, x_t = wp.to_torch(b_bar), wp.to_torch(x)
-            accumulate_lower(wp.to_torch(H.grad), -torch.bmm(b_bar_t, x_t.transpose(1, 2)))
+            wp.launch(subtract_lower_outer, dim=b.shape[0], inputs=[b_bar, x, H.grad], device=b.device,
+                      record_tape=False)
 
     tape.record_func(backward=backward, arrays=[H, b, x])

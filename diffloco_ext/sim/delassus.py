@@ -104,13 +104,30 @@ def delassus_kernels(dtype):
                 i = dof_parent[i]
             du[e, k, 0] = s / L[e, k, k]
 
-    return half_solve_gram, lower_solve, impulse_response
+    @wp.kernel(enable_backward=False)
+    def impulse_response_adjoint(J: wp.array3d(dtype=dtype), P: wp.array3d(dtype=dtype),
+                                 b_bar: wp.array3d(dtype=dtype), P_grad: wp.array3d(dtype=dtype),
+                                 J_grad: wp.array3d(dtype=dtype), has_P: int, has_J: int):
+        """``P_bar += J b_bar``, ``J_bar += P b_bar^T`` for one environment."""
+        e = wp.tid()
+        for r in range(J.shape[1]):
+            if has_P != 0:
+                s = dtype(0.0)
+                for k in range(J.shape[2]):
+                    s += J[e, r, k] * b_bar[e, k, 0]
+                P_grad[e, r, 0] = P_grad[e, r, 0] + s
+            if has_J != 0:
+                pr = P[e, r, 0]
+                for k in range(J.shape[2]):
+                    J_grad[e, r, k] = J_grad[e, r, k] + pr * b_bar[e, k, 0]
+
+    return half_solve_gram, lower_solve, impulse_response, impulse_response_adjoint
 
 
 def delassus(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_start: wp.array, foot_path: wp.array,
              J: wp.array, W: wp.array, G: wp.array, tape: wp.Tape | None = None) -> None:
     """``G = J H^-1 J^T`` [N, C, C] for contact rows ``J`` [N, C, nv] (``W`` [N, nv, F] vec3, zeroed scratch)."""
-    half_solve_gram, lower_solve, _ = delassus_kernels(H.dtype)
+    half_solve_gram, lower_solve = delassus_kernels(H.dtype)[:2]
     N, C, nv = J.shape
     wp.launch(half_solve_gram, dim=N, inputs=[L, foot_path_start, foot_path, J, W, G], device=J.device,
               record_tape=False)
@@ -147,15 +164,14 @@ def impulse_response(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_s
     def backward() -> None:
         if du.grad is None:
             return
+        solve, _, subtract_lower_outer, _ = cholesky_kernels(H.dtype)
         b_bar = wp.empty_like(du, requires_grad=False)
-        wp.launch(cholesky_kernels(H.dtype)[0], dim=(N, 1), inputs=[L, dof_parent, du.grad, b_bar],
-                  device=J.device, record_tape=False)
-        b_t, J_t, P_t = wp.to_torch(b_bar), wp.to_torch(J), wp.to_torch(P)
-        if P.requires_grad and P.grad is not None:
-            wp.to_torch(P.grad).add_(torch.bmm(J_t, b_t))
-        if J.requires_grad and J.grad is not None:
-            wp.to_torch(J.grad).add_(torch.bmm(P_t, b_t.transpose(1, 2)))
+        wp.launch(solve, dim=(N, 1), inputs=[L, dof_parent, du.grad, b_bar], device=J.device, record_tape=False)
+        has_P = P.requires_grad and P.grad is not None
+        has_J = J.requires_grad and J.grad is not None
+        wp.launch(delassus_kernels(H.dtype)[3], dim=N, device=J.device, record_tape=False,
+                  inputs=[J, P, b_bar, P.grad if has_P else b_bar, J.grad if has_J else J, int(has_P), int(has_J)])
         if H.requires_grad and H.grad is not None:
-            accumulate_lower(wp.to_torch(H.grad), -torch.bmm(b_t, wp.to_torch(du).transpose(1, 2)))
+            wp.launch(subtract_lower_outer, dim=N, inputs=[b_bar, du, H.grad], device=J.device, record_tape=False)
 
     tape.record_func(backward=backward, arrays=[H, J, P, du])
