@@ -86,7 +86,6 @@ def forward_backward_env_steps_per_s(sim: Simulator, steps: int) -> tuple[float,
 
 def profile_stages(sim: Simulator, repeats: int = 10) -> list[tuple[str, float]]:
     """Mean time (ms) of each stage of one step, launched one by one."""
-    m = sim.model
     s0, s1, control = sim.state(), sim.empty_state(), sim.control()
     sim.step(s0, control, s1)
     d = sim._buffers

@@ -11,7 +11,13 @@ import functools
 
 import warp as wp
 
-from .spatial import inertia_times_motion, motion_cross_force, motion_cross_motion, motion_dot_force
+from .spatial import (
+    inertia_times_motion,
+    inertia_times_motion_adjoint,
+    motion_cross_force,
+    motion_cross_motion,
+    motion_dot_force,
+)
 from .warp_setup import warp_types
 
 
@@ -20,7 +26,7 @@ def bias_force_kernels(dtype):
     t = warp_types(dtype)
     vec3, mat33 = t.vec3, t.mat33
 
-    @wp.kernel
+    @wp.kernel(enable_backward=False)
     def body_bias_forces(
         u: wp.array2d(dtype=dtype),
         gravity: vec3,
@@ -86,4 +92,122 @@ def bias_force_kernels(dtype):
             bias[e, k] = motion_dot_force(dof_ang[e, k], dof_lin[e, k], subtree_force_ang[e, b],
                                           subtree_force_lin[e, b])
 
-    return body_bias_forces, project_bias
+    @wp.kernel(enable_backward=False)
+    def body_bias_forces_adjoint(
+        u: wp.array2d(dtype=dtype),
+        body_parent: wp.array(dtype=wp.int32),
+        dof_ang: wp.array2d(dtype=vec3),
+        dof_lin: wp.array2d(dtype=vec3),
+        body_vel_ang: wp.array2d(dtype=vec3),
+        body_vel_lin: wp.array2d(dtype=vec3),
+        inertia_m: wp.array2d(dtype=dtype),
+        inertia_h: wp.array2d(dtype=vec3),
+        inertia_J: wp.array2d(dtype=mat33),
+        body_acc_ang: wp.array2d(dtype=vec3),
+        body_acc_lin: wp.array2d(dtype=vec3),
+        subtree_start: wp.array(dtype=wp.int32),
+        subtree_index: wp.array(dtype=wp.int32),
+        subtree_force_ang_grad: wp.array2d(dtype=vec3),
+        subtree_force_lin_grad: wp.array2d(dtype=vec3),
+        adj_force_ang: wp.array2d(dtype=vec3),
+        adj_force_lin: wp.array2d(dtype=vec3),
+        adj_acc_ang: wp.array2d(dtype=vec3),
+        adj_acc_lin: wp.array2d(dtype=vec3),
+        u_grad: wp.array2d(dtype=dtype),
+        dof_ang_grad: wp.array2d(dtype=vec3),
+        dof_lin_grad: wp.array2d(dtype=vec3),
+        body_vel_ang_grad: wp.array2d(dtype=vec3),
+        body_vel_lin_grad: wp.array2d(dtype=vec3),
+        inertia_m_grad: wp.array2d(dtype=dtype),
+        inertia_h_grad: wp.array2d(dtype=vec3),
+        inertia_J_grad: wp.array2d(dtype=mat33),
+    ):
+        """Reverse of :func:`body_bias_forces` for one environment (``adj_*`` zeroed scratch [N, B])."""
+        e = wp.tid()
+        num_bodies = body_parent.shape[0]
+        for b2 in range(num_bodies):  # subtree sums
+            for k in range(subtree_start[b2], subtree_start[b2 + 1]):
+                d = subtree_index[k]
+                adj_force_ang[e, d] = adj_force_ang[e, d] + subtree_force_ang_grad[e, b2]
+                adj_force_lin[e, d] = adj_force_lin[e, d] + subtree_force_lin_grad[e, b2]
+        for bb in range(num_bodies):  # children before parents: a child's acceleration adjoint reaches its parent
+            b = num_bodies - 1 - bb
+            w = body_vel_ang[e, b]
+            v = body_vel_lin[e, b]
+            m = inertia_m[e, b]
+            h = inertia_h[e, b]
+            J = inertia_J[e, b]
+            nv, fv = inertia_times_motion(m, h, J, w, v)
+            a_n = adj_force_ang[e, b]
+            a_f = adj_force_lin[e, b]
+            # F = I A + (w x nv + v x fv, w x fv)
+            adj_w = wp.cross(nv, a_n) + wp.cross(fv, a_f)
+            adj_v = wp.cross(fv, a_n)
+            adj_nv = wp.cross(a_n, w)
+            adj_fv = wp.cross(a_n, v) + wp.cross(a_f, w)
+            am1, ah1, aJ1, aw1, av1 = inertia_times_motion_adjoint(m, h, J, w, v, adj_nv, adj_fv)
+            am2, ah2, aJ2, aA_ang, aA_lin = inertia_times_motion_adjoint(
+                m, h, J, body_acc_ang[e, b], body_acc_lin[e, b], a_n, a_f)
+            inertia_m_grad[e, b] = inertia_m_grad[e, b] + am1 + am2
+            inertia_h_grad[e, b] = inertia_h_grad[e, b] + ah1 + ah2
+            inertia_J_grad[e, b] = inertia_J_grad[e, b] + aJ1 + aJ2
+            adj_w = adj_w + aw1
+            adj_v = adj_v + av1
+            acc_ang_bar = adj_acc_ang[e, b] + aA_ang
+            acc_lin_bar = adj_acc_lin[e, b] + aA_lin
+            if b == 0:  # A = (0, -w x v - g)
+                adj_w = adj_w - wp.cross(v, acc_lin_bar)
+                adj_v = adj_v - wp.cross(acc_lin_bar, w)
+            else:  # A = A_parent + (w x sa, w x sl + v x sa), (sa, sl) = S qd
+                p = body_parent[b]
+                adj_acc_ang[e, p] = adj_acc_ang[e, p] + acc_ang_bar
+                adj_acc_lin[e, p] = adj_acc_lin[e, p] + acc_lin_bar
+                qd = u[e, 5 + b]
+                s_ang = dof_ang[e, 5 + b]
+                s_lin = dof_lin[e, 5 + b]
+                sa = s_ang * qd
+                sl = s_lin * qd
+                adj_w = adj_w + wp.cross(sa, acc_ang_bar) + wp.cross(sl, acc_lin_bar)
+                adj_v = adj_v + wp.cross(sa, acc_lin_bar)
+                adj_sa = wp.cross(acc_ang_bar, w) + wp.cross(acc_lin_bar, v)
+                adj_sl = wp.cross(acc_lin_bar, w)
+                dof_ang_grad[e, 5 + b] = dof_ang_grad[e, 5 + b] + adj_sa * qd
+                dof_lin_grad[e, 5 + b] = dof_lin_grad[e, 5 + b] + adj_sl * qd
+                u_grad[e, 5 + b] = u_grad[e, 5 + b] + wp.dot(adj_sa, s_ang) + wp.dot(adj_sl, s_lin)
+            body_vel_ang_grad[e, b] = body_vel_ang_grad[e, b] + adj_w
+            body_vel_lin_grad[e, b] = body_vel_lin_grad[e, b] + adj_v
+
+    return body_bias_forces, project_bias, body_bias_forces_adjoint
+
+
+def bias_forces(model, u: wp.array, kin, data, gravity, tape: wp.Tape | None = None) -> None:
+    """Body accelerations and forces and their subtree sums into ``data``, then ``bias`` (recorded normally);
+    with a ``tape``, the hand-written reverse of the first part is recorded in its place."""
+    rnea, project, adjoint = bias_force_kernels(model.dtype)
+    m, k, d = model, kin, data
+    N = m.num_envs
+    wp.launch(rnea, dim=N, device=m.device, record_tape=False, inputs=[
+        u, gravity, m.body_parent, k.dof_ang, k.dof_lin, k.body_vel_ang, k.body_vel_lin, d.inertia_m, d.inertia_h,
+        d.inertia_J, d.body_acc_ang, d.body_acc_lin, d.body_force_ang, d.body_force_lin, m.subtree_start,
+        m.subtree_index, d.subtree_force_ang, d.subtree_force_lin])
+    if tape is not None:
+        def grad(array):
+            if array.requires_grad and array.grad is not None:
+                return array.grad
+            return wp.zeros(array.shape, dtype=array.dtype, device=array.device)
+
+        def backward() -> None:
+            if d.subtree_force_ang.grad is None:
+                return
+            scratch = [wp.zeros(d.body_force_ang.shape, dtype=d.body_force_ang.dtype, device=m.device)
+                       for _ in range(4)]
+            wp.launch(adjoint, dim=N, device=m.device, record_tape=False, inputs=[
+                u, m.body_parent, k.dof_ang, k.dof_lin, k.body_vel_ang, k.body_vel_lin, d.inertia_m, d.inertia_h,
+                d.inertia_J, d.body_acc_ang, d.body_acc_lin, m.subtree_start, m.subtree_index,
+                d.subtree_force_ang.grad, d.subtree_force_lin.grad, *scratch, grad(u), grad(k.dof_ang),
+                grad(k.dof_lin), grad(k.body_vel_ang), grad(k.body_vel_lin), grad(d.inertia_m), grad(d.inertia_h),
+                grad(d.inertia_J)])
+
+        tape.record_func(backward=backward, arrays=[d.subtree_force_ang, d.subtree_force_lin])
+    wp.launch(project, dim=N, device=m.device, inputs=[k.dof_ang, k.dof_lin, d.subtree_force_ang,
+                                                       d.subtree_force_lin, d.bias])

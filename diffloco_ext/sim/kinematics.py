@@ -31,17 +31,14 @@ def kinematics_kernels(dtype):
         return wp.normalize(quat(q[e, 4], q[e, 5], q[e, 6], q[e, 3]))
 
     @wp.kernel
-    def forward_kinematics(
+    def base_kinematics(
         q: wp.array2d(dtype=dtype),
-        body_parent: wp.array(dtype=wp.int32),
-        body_pos0: wp.array(dtype=vec3),
-        body_rot0: wp.array(dtype=mat33),
-        joint_axis: wp.array(dtype=vec3),
         body_rot: wp.array2d(dtype=mat33),
         body_pos: wp.array2d(dtype=vec3),
         dof_ang: wp.array2d(dtype=vec3),
         dof_lin: wp.array2d(dtype=vec3),
     ):
+        """The base: its orientation and its six motion-subspace columns (differentiated by Warp's tape)."""
         e = wp.tid()
         rot0 = wp.quat_to_matrix(base_quat(q, e))
         body_rot[e, 0] = rot0
@@ -58,21 +55,84 @@ def kinematics_kernels(dtype):
         dof_lin[e, 3] = vec3(zero, zero, zero)
         dof_lin[e, 4] = vec3(zero, zero, zero)
         dof_lin[e, 5] = vec3(zero, zero, zero)
+
+    @wp.func
+    def _joint_turn(axis: vec3, angle: dtype):
+        """Rodrigues: rotation by ``angle`` about the unit ``axis``, ``I + sin K + (1 - cos) K^2``, K = [axis]x."""
+        K = wp.skew(axis)
+        return wp.identity(n=3, dtype=dtype) + K * wp.sin(angle) + (K * K) * (one - wp.cos(angle))
+
+    @wp.kernel(enable_backward=False)
+    def tree_kinematics(
+        q: wp.array2d(dtype=dtype),
+        body_parent: wp.array(dtype=wp.int32),
+        body_pos0: wp.array(dtype=vec3),
+        body_rot0: wp.array(dtype=mat33),
+        joint_axis: wp.array(dtype=vec3),
+        body_rot: wp.array2d(dtype=mat33),
+        body_pos: wp.array2d(dtype=vec3),
+        dof_ang: wp.array2d(dtype=vec3),
+        dof_lin: wp.array2d(dtype=vec3),
+    ):
+        """Every other body, parents first, and its joint's motion-subspace column."""
+        e = wp.tid()
         for b in range(1, body_parent.shape[0]):
             p = body_parent[b]
             rot_p = body_rot[e, p]
             rot_tree = rot_p * body_rot0[b]
             r = body_pos[e, p] + rot_p * body_pos0[b]
             axis_local = joint_axis[b]
-            # Rodrigues: rotation by q about the unit axis, I + sin q K + (1 - cos q) K^2 with K = [axis]x
-            angle = q[e, 6 + b]
-            K = wp.skew(axis_local)
-            turn = wp.identity(n=3, dtype=dtype) + K * wp.sin(angle) + (K * K) * (one - wp.cos(angle))
-            body_rot[e, b] = rot_tree * turn
+            body_rot[e, b] = rot_tree * _joint_turn(axis_local, q[e, 6 + b])
             body_pos[e, b] = r
             a = rot_tree * axis_local
             dof_ang[e, 5 + b] = a
             dof_lin[e, 5 + b] = wp.cross(r, a)
+
+    @wp.kernel(enable_backward=False)
+    def tree_kinematics_adjoint(
+        q: wp.array2d(dtype=dtype),
+        body_parent: wp.array(dtype=wp.int32),
+        body_pos0: wp.array(dtype=vec3),
+        body_rot0: wp.array(dtype=mat33),
+        joint_axis: wp.array(dtype=vec3),
+        body_rot: wp.array2d(dtype=mat33),
+        body_pos: wp.array2d(dtype=vec3),
+        body_rot_grad: wp.array2d(dtype=mat33),
+        body_pos_grad: wp.array2d(dtype=vec3),
+        dof_ang_grad: wp.array2d(dtype=vec3),
+        dof_lin_grad: wp.array2d(dtype=vec3),
+        q_grad: wp.array2d(dtype=dtype),
+    ):
+        """Reverse of :func:`tree_kinematics`, children first; the base's adjoints are left in
+        ``body_rot_grad[:, 0]`` for :func:`base_kinematics`' automatic adjoint."""
+        e = wp.tid()
+        num_bodies = body_parent.shape[0]
+        for bb in range(num_bodies - 1):
+            b = num_bodies - 1 - bb
+            p = body_parent[b]
+            rot_p = body_rot[e, p]
+            rot_tree = rot_p * body_rot0[b]
+            r = body_pos[e, b]
+            axis_local = joint_axis[b]
+            a = rot_tree * axis_local
+            angle = q[e, 6 + b]
+            turn = _joint_turn(axis_local, angle)
+            adj_lin = dof_lin_grad[e, 5 + b]
+            adj_r = body_pos_grad[e, b] + wp.cross(a, adj_lin)
+            adj_a = dof_ang_grad[e, 5 + b] + wp.cross(adj_lin, r)
+            adj_R = body_rot_grad[e, b]
+            adj_tree = adj_R * wp.transpose(turn) + wp.outer(adj_a, axis_local)
+            adj_turn = wp.transpose(rot_tree) * adj_R
+            K = wp.skew(axis_local)
+            d_turn = K * wp.cos(angle) + (K * K) * wp.sin(angle)
+            adj_angle = dtype(0.0)
+            for i in range(3):
+                for j in range(3):
+                    adj_angle += adj_turn[i, j] * d_turn[i, j]
+            q_grad[e, 6 + b] = q_grad[e, 6 + b] + adj_angle
+            body_rot_grad[e, p] = body_rot_grad[e, p] + adj_tree * wp.transpose(body_rot0[b]) + wp.outer(
+                adj_r, body_pos0[b])
+            body_pos_grad[e, p] = body_pos_grad[e, p] + adj_r
 
     @wp.kernel
     def body_velocities(
@@ -115,4 +175,26 @@ def kinematics_kernels(dtype):
         foot_pos[e, f] = r + vec3(q[e, 0], q[e, 1], q[e, 2])
         foot_vel[e, f] = body_vel_lin[e, b] + wp.cross(body_vel_ang[e, b], r)
 
-    return forward_kinematics, body_velocities, foot_kinematics
+    return base_kinematics, tree_kinematics, tree_kinematics_adjoint, body_velocities, foot_kinematics
+
+
+def forward_kinematics(model, q: wp.array, kin, tape: wp.Tape | None = None) -> None:
+    """Body poses and motion subspace of ``q`` into ``kin`` (base by Warp's tape, the tree by hand)."""
+    base, tree, tree_adjoint, _, _ = kinematics_kernels(model.dtype)
+    m, k = model, kin
+    wp.launch(base, dim=m.num_envs, device=m.device, inputs=[q, k.body_rot, k.body_pos, k.dof_ang, k.dof_lin])
+    wp.launch(tree, dim=m.num_envs, device=m.device, record_tape=False,
+              inputs=[q, m.body_parent, m.body_pos0, m.body_rot0, m.joint_axis, k.body_rot, k.body_pos, k.dof_ang,
+                      k.dof_lin])
+    if tape is None:
+        return
+
+    def backward() -> None:
+        if k.body_rot.grad is None:
+            return
+        q_grad = q.grad if q.grad is not None else wp.zeros(q.shape, dtype=q.dtype, device=q.device)
+        wp.launch(tree_adjoint, dim=m.num_envs, device=m.device, record_tape=False,
+                  inputs=[q, m.body_parent, m.body_pos0, m.body_rot0, m.joint_axis, k.body_rot, k.body_pos,
+                          k.body_rot.grad, k.body_pos.grad, k.dof_ang.grad, k.dof_lin.grad, q_grad])
+
+    tape.record_func(backward=backward, arrays=[k.body_rot, k.body_pos, k.dof_ang, k.dof_lin])

@@ -14,7 +14,7 @@ import functools
 
 import warp as wp
 
-from .spatial import inertia_times_motion, motion_dot_force
+from .spatial import inertia_times_motion, inertia_times_motion_adjoint, motion_dot_force
 from .warp_setup import warp_types
 
 
@@ -102,16 +102,6 @@ def mass_matrix_kernels(dtype):
                 H[e, la, k] = value_a
                 H[e, k, la] = value_a
 
-    @wp.func
-    def _inertia_times_motion_adjoint(m: dtype, h: vec3, J: mat33, w: vec3, v: vec3, adj_n: vec3, adj_f: vec3):
-        """Adjoint of ``n = J w + h x v``, ``f = m v + w x h``: (m_bar, h_bar, J_bar, w_bar, v_bar)."""
-        adj_m = wp.dot(adj_f, v)
-        adj_h = wp.cross(v, adj_n) + wp.cross(adj_f, w)
-        adj_J = wp.outer(adj_n, w)
-        adj_w = wp.transpose(J) * adj_n + wp.cross(h, adj_f)
-        adj_v = wp.cross(adj_n, h) + adj_f * m
-        return adj_m, adj_h, adj_J, adj_w, adj_v
-
     @wp.kernel(enable_backward=False)
     def mass_matrix_adjoint(
         body_rot: wp.array2d(dtype=mat33),
@@ -167,7 +157,7 @@ def mass_matrix_kernels(dtype):
                     adj_fb = adj_fb + dof_lin[e, lb] * g
                     dof_ang_grad[e, lb] = dof_ang_grad[e, lb] + nb * g
                     dof_lin_grad[e, lb] = dof_lin_grad[e, lb] + fb * g
-                am, ah, aJ, aw, av = _inertia_times_motion_adjoint(composite_m[e, 0], composite_h[e, 0],
+                am, ah, aJ, aw, av = inertia_times_motion_adjoint(composite_m[e, 0], composite_h[e, 0],
                                                                     composite_J[e, 0], sw, sv, adj_nb, adj_fb)
                 adj_cm[e, 0] = adj_cm[e, 0] + am
                 adj_ch[e, 0] = adj_ch[e, 0] + ah
@@ -198,7 +188,7 @@ def mass_matrix_kernels(dtype):
                 adj_f = adj_f + dof_lin[e, la] * ga
                 dof_ang_grad[e, la] = dof_ang_grad[e, la] + n * ga
                 dof_lin_grad[e, la] = dof_lin_grad[e, la] + f * ga
-            am, ah, aJ, aw, av = _inertia_times_motion_adjoint(composite_m[e, b], composite_h[e, b],
+            am, ah, aJ, aw, av = inertia_times_motion_adjoint(composite_m[e, b], composite_h[e, b],
                                                                 composite_J[e, b], sw, sv, adj_n, adj_f)
             adj_cm[e, b] = adj_cm[e, b] + am
             adj_ch[e, b] = adj_ch[e, b] + ah

@@ -23,14 +23,14 @@ import warp as wp
 
 from .actuators import actuator_kernels
 from .batched_matmul import batched_matmul
-from .bias_forces import bias_force_kernels
+from .bias_forces import bias_forces
 from .cholesky import solve_with_factor
 from .delassus import delassus, impulse_response
 from .gauss_seidel import projected_gauss_seidel
 from .contact import ContactParams, contact_kernels
 from .divergence import divergence_kernels
 from .integrator import integrator_kernels
-from .kinematics import kinematics_kernels
+from .kinematics import forward_kinematics, kinematics_kernels
 from .mass_matrix import mass_matrix
 from .model import Model
 from .state import Control, State
@@ -190,8 +190,7 @@ class Simulator:
         self.max_speed = float(max_speed)
         self.max_distance = float(max_distance)
         d = model.dtype
-        self._fk, self._vel, self._feet = kinematics_kernels(d)
-        self._rnea, self._project = bias_force_kernels(d)
+        _, _, _, self._vel, self._feet = kinematics_kernels(d)
         self._actuator, self._rhs = actuator_kernels(d)
         self._integrate, self._add_velocity, self._free_velocity, self._column_sum = integrator_kernels(d)
         self._detect, self._select = divergence_kernels(d)
@@ -247,7 +246,7 @@ class Simulator:
 
     def _run(self, s: State, c: Control, out: State, d: StepData, tape: wp.Tape | None) -> None:
         m = self.model
-        N, n, nv = m.num_envs, m.num_joints, m.nv
+        N, nv = m.num_envs, m.nv
         dt = self._scalar(self.dt)
         launch = self._launch
         launch(self._integrate, N, [s.q, s.u, s.u, self._scalar(0.5 * self.dt), d.q_mid])
@@ -284,26 +283,19 @@ class Simulator:
                          cd.du_contact, tape)
         self._launch(self._contact_force, (N, F), [cd.impulse, cd.frame, self._scalar(1.0 / self.dt), cd.force])
 
-    def kinematics(self, q: wp.array, u: wp.array, k: KinematicsData) -> None:
+    def kinematics(self, q: wp.array, u: wp.array, k: KinematicsData, tape: wp.Tape | None = None) -> None:
         """Forward kinematics, motion subspace and body velocities of ``(q, u)`` into ``k``."""
         m = self.model
-        self._launch(self._fk, m.num_envs, [q, m.body_parent, m.body_pos0, m.body_rot0, m.joint_axis, k.body_rot,
-                                            k.body_pos, k.dof_ang, k.dof_lin])
+        forward_kinematics(m, q, k, tape)
         self._launch(self._vel, m.num_envs, [q, u, m.body_parent, k.body_rot, k.dof_ang, k.dof_lin, k.body_vel_ang,
                                              k.body_vel_lin])
 
     def _dynamics(self, q: wp.array, u: wp.array, d: StepData, tape: wp.Tape | None = None) -> None:
         """Kinematics, H (CRBA) and bias forces (RNEA) at ``(q, u)`` into ``d`` (accumulators zeroed)."""
         m, k = self.model, d.kin
-        N, B, nv = m.num_envs, m.num_bodies, m.nv
-        launch = self._launch
-        self.kinematics(q, u, k)
+        self.kinematics(q, u, k, tape)
         mass_matrix(m, k, d, tape)
-        launch(self._rnea, N, [u, self._gravity, m.body_parent, k.dof_ang, k.dof_lin, k.body_vel_ang,
-                               k.body_vel_lin, d.inertia_m, d.inertia_h, d.inertia_J, d.body_acc_ang,
-                               d.body_acc_lin, d.body_force_ang, d.body_force_lin, m.subtree_start,
-                               m.subtree_index, d.subtree_force_ang, d.subtree_force_lin])
-        launch(self._project, N, [k.dof_ang, k.dof_lin, d.subtree_force_ang, d.subtree_force_lin, d.bias])
+        bias_forces(m, u, k, d, self._gravity, tape)
 
     # -- queries, for tasks, tests and tools ---------------------------------------------------------------
     def dynamics_terms(self, q: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -326,7 +318,7 @@ class Simulator:
         pos, vel, rel = (wp.zeros((m.num_envs, m.num_feet), **kw) for _ in range(3))
 
         def run():
-            self.kinematics(q, u, k)
+            self.kinematics(q, u, k, tape)
             self._launch(self._feet, (m.num_envs, m.num_feet), [q, k.body_rot, k.body_pos, k.body_vel_ang,
                                                                 k.body_vel_lin, m.foot_body, m.foot_offset, pos,
                                                                 vel, rel])

@@ -40,3 +40,11 @@ def motion_cross_force(w: Any, v: Any, n: Any, f: Any):
 def motion_dot_force(w: Any, v: Any, n: Any, f: Any):
     """Power of force ``(n, f)`` on motion ``(w, v)``."""
     return wp.dot(w, n) + wp.dot(v, f)
+
+
+@wp.func
+def inertia_times_motion_adjoint(m: Any, h: Any, J: Any, w: Any, v: Any, adj_n: Any, adj_f: Any):
+    """Adjoint of :func:`inertia_times_motion`: (m_bar, h_bar, J_bar, w_bar, v_bar) for output adjoints
+    ``(adj_n, adj_f)``."""
+    return (wp.dot(adj_f, v), wp.cross(v, adj_n) + wp.cross(adj_f, w), wp.outer(adj_n, w),
+            wp.transpose(J) * adj_n + wp.cross(h, adj_f), wp.cross(adj_n, h) + adj_f * m)
