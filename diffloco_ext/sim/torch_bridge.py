@@ -96,7 +96,11 @@ class _StepFunction(torch.autograd.Function):
 
 
 class TorchSimulator:
-    """Differentiable torch front-end of a :class:`Simulator` (same device, same precision)."""
+    """Differentiable torch front-end of a :class:`Simulator` (same device, same precision).
+
+    A step records a tape only when gradients can flow (grad mode on and some input requires grad); otherwise
+    it runs the plain step with reused buffers.
+    """
 
     parameter_names = ("body_mass", "body_com", "body_inertia", "joint_stiffness", "joint_damping", "friction")
 
@@ -142,8 +146,28 @@ class TorchSimulator:
             joint_torque = torch.zeros_like(joint_target)
         self._check("joint_torque", joint_torque, (N, m.num_joints))
         params = self._params if params is None else params
-        return StepOutput(*_StepFunction.apply(self, q, u, joint_target, joint_torque,
-                                               *(params[name] for name in self.parameter_names)))
+        inputs = (q, u, joint_target, joint_torque, *(params[name] for name in self.parameter_names))
+        if not (torch.is_grad_enabled() and any(t.requires_grad for t in inputs)):
+            return self._step_without_tape(q, u, joint_target, joint_torque)
+        return StepOutput(*_StepFunction.apply(self, *inputs))
+
+    def _step_without_tape(self, q, u, joint_target, joint_torque) -> StepOutput:
+        """The same step with no tape and reused buffers (rollouts that need no gradient, e.g. PPO, evaluation)."""
+        sim, model = self.sim, self.sim.model
+        N, F = model.num_envs, model.num_feet
+
+        def warp_in(t):
+            return wp.from_torch(t.detach().contiguous(), dtype=model.dtype)
+
+        state_out = sim.empty_state()
+        data = sim.step(State(q=warp_in(q), u=warp_in(u)),
+                        Control(joint_target=warp_in(joint_target), joint_torque=warp_in(joint_torque)), state_out)
+        foot_pos, foot_vel = sim.foot_kinematics(state_out.q, state_out.u)
+        force = (wp.to_torch(data.contact.force).reshape(N, F, 3).clone() if data.contact is not None
+                 else torch.zeros((N, F, 3), dtype=self.dtype, device=self.device))
+        return StepOutput(wp.to_torch(state_out.q), wp.to_torch(state_out.u),
+                          wp.to_torch(foot_pos).reshape(N, F, 3), wp.to_torch(foot_vel).reshape(N, F, 3), force,
+                          wp.to_torch(data.diverged).bool().clone())
 
     def rollout(self, q0: torch.Tensor, u0: torch.Tensor, joint_targets: torch.Tensor,
                 params: dict[str, torch.Tensor] | None = None):

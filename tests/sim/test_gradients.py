@@ -102,3 +102,13 @@ def test_cuda_gradients_match_cpu():
 def test_wrong_device_is_a_clear_error():
     with pytest.raises((RuntimeError, ValueError), match="cuda|device"):
         build_model(get_robot("anymal_d"), 1, device="cuda:0" if not __import__("warp").is_cuda_available() else "tpu")
+
+
+def test_no_grad_step_equals_differentiable_step(setup):
+    bridge, q, u, targets, _, _ = setup
+    with torch.no_grad():
+        plain = bridge.step(q, u, targets)
+    tracked = bridge.step(q, u, targets.clone().requires_grad_(True))
+    assert tracked.q.requires_grad and not plain.q.requires_grad
+    for a, b in zip(plain, tracked):
+        torch.testing.assert_close(a, b.detach(), rtol=0, atol=0)
