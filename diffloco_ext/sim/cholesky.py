@@ -7,12 +7,12 @@ factorisation loops is unreliable (see ``shared/notes/warp-cpu.md``), so the bac
 and recorded on the tape with ``Tape.record_func``: for ``x = H^-1 b``
 
     b_bar = H^-1 x_bar          (one more solve with the same factor)
-    H_bar = -b_bar x^T          (summed over right-hand sides) for a general H
+    H_bar = -b_bar x^T          for a general H
 
 The factorisation reads only the lower triangle of H (H is symmetric by construction), so the exact adjoint
 of what is computed goes to the lower triangle only: ``H_bar[i, j] = -(b_bar_i x_j + b_bar_j x_i)`` for
-``i > j``, ``-b_bar_i x_i`` on the diagonal, zero above it. The dense adjoint products run as batched torch
-matrix products on zero-copy views of the Warp arrays (much faster than scalar Warp loops on the CPU).
+``i > j``, ``-b_bar_i x_i`` on the diagonal, zero above it (:func:`accumulate_lower` does the same fold for a
+dense adjoint, as a batched torch operation on zero-copy views of the Warp arrays).
 """
 
 
@@ -30,30 +30,6 @@ def accumulate_lower(H_grad: torch.Tensor, M: torch.Tensor) -> None:
 
 @functools.cache
 def cholesky_kernels(dtype):
-    @wp.kernel(enable_backward=False)
-    def solve(L: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32), b: wp.array3d(dtype=dtype),
-              x: wp.array3d(dtype=dtype)):
-        """``x[e, :, c] = (L^T L)^-1 b[e, :, c]`` for every right-hand side column ``c``."""
-        e, c = wp.tid()
-        n = L.shape[1]
-        for k in range(n):
-            x[e, k, c] = b[e, k, c]
-        for kk in range(n):  # L^T y = b, descendants first (y stored in x)
-            k = n - 1 - kk
-            y = x[e, k, c] / L[e, k, k]
-            x[e, k, c] = y
-            i = dof_parent[k]
-            while i != -1:
-                x[e, i, c] = x[e, i, c] - L[e, k, i] * y
-                i = dof_parent[i]
-        for k in range(n):  # L x = y, ancestors first
-            s = x[e, k, c]
-            i = dof_parent[k]
-            while i != -1:
-                s = s - L[e, k, i] * x[e, i, c]
-                i = dof_parent[i]
-            x[e, k, c] = s / L[e, k, k]
-
     @wp.kernel(enable_backward=False)
     def factor_and_solve(H: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32),
                          b: wp.array3d(dtype=dtype), L: wp.array3d(dtype=dtype), x: wp.array3d(dtype=dtype)):
@@ -102,45 +78,55 @@ def cholesky_kernels(dtype):
             x[e, k, 0] = s / L[e, k, k]
 
     @wp.kernel(enable_backward=False)
-    def subtract_lower_outer(a: wp.array3d(dtype=dtype), x: wp.array3d(dtype=dtype), H_grad: wp.array3d(dtype=dtype)):
-        """``H_grad -= a x^T`` folded onto the lower triangle (summed over the columns of ``a``, ``x``)."""
+    def solve_adjoint(L: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32), x: wp.array3d(dtype=dtype),
+                      x_grad: wp.array3d(dtype=dtype), b_bar: wp.array3d(dtype=dtype), b_grad: wp.array3d(dtype=dtype),
+                      H_grad: wp.array3d(dtype=dtype), has_b: int, has_H: int):
+        """Adjoint of ``x = H^-1 b`` for one right-hand side in one pass: ``b_bar = H^-1 x_bar`` (into ``b_bar``),
+        ``b_grad += b_bar``, ``H_grad -= b_bar x^T`` folded onto the lower triangle."""
         e = wp.tid()
-        n = x.shape[1]
-        for i in range(n):
-            for j in range(i + 1):
-                s = dtype(0.0)
-                for c in range(x.shape[2]):
-                    s += a[e, i, c] * x[e, j, c]
-                    if j < i:
-                        s += a[e, j, c] * x[e, i, c]
-                H_grad[e, i, j] = H_grad[e, i, j] - s
+        n = L.shape[1]
+        for k in range(n):
+            b_bar[e, k, 0] = x_grad[e, k, 0]
+        for kk in range(n):
+            k = n - 1 - kk
+            y = b_bar[e, k, 0] / L[e, k, k]
+            b_bar[e, k, 0] = y
+            i = dof_parent[k]
+            while i != -1:
+                b_bar[e, i, 0] = b_bar[e, i, 0] - L[e, k, i] * y
+                i = dof_parent[i]
+        for k in range(n):
+            s = b_bar[e, k, 0]
+            i = dof_parent[k]
+            while i != -1:
+                s = s - L[e, k, i] * b_bar[e, i, 0]
+                i = dof_parent[i]
+            s = s / L[e, k, k]
+            b_bar[e, k, 0] = s
+            if has_b != 0:
+                b_grad[e, k, 0] = b_grad[e, k, 0] + s
+        if has_H != 0:
+            for i in range(n):
+                bi = b_bar[e, i, 0]
+                xi = x[e, i, 0]
+                for j in range(i):
+                    H_grad[e, i, j] = H_grad[e, i, j] - (bi * x[e, j, 0] + b_bar[e, j, 0] * xi)
+                H_grad[e, i, i] = H_grad[e, i, i] - bi * xi
 
-    @wp.kernel(enable_backward=False)
-    def add_into(a: wp.array3d(dtype=dtype), out: wp.array3d(dtype=dtype)):
-        e = wp.tid()
-        for i in range(a.shape[1]):
-            for c in range(a.shape[2]):
-                out[e, i, c] = out[e, i, c] + a[e, i, c]
-
-    return solve, factor_and_solve, subtract_lower_outer, add_into
+    return factor_and_solve, solve_adjoint
 
 
-def solve_with_factor(H: wp.array, dof_parent: wp.array, L: wp.array, b: wp.array, x: wp.array,
-                      tape: wp.Tape | None = None, factor_first: bool = False) -> None:
-    """``x = H^-1 b`` for ``b``, ``x`` of shape [N, n, m], using the factor ``L`` of ``H``.
+def factor_and_solve(H: wp.array, dof_parent: wp.array, L: wp.array, b: wp.array, x: wp.array,
+                     tape: wp.Tape | None = None) -> None:
+    """Factor ``H`` [N, n, n] into ``L`` and solve ``x = H^-1 b`` for ``b``, ``x`` of shape [N, n, 1].
 
-    ``factor_first``: compute ``L`` in the same pass (one right-hand side only). With a ``tape``, records the
-    hand-written adjoint (gradients to ``b`` and ``H`` where they require grad).
+    With a ``tape``, records the hand-written adjoint (gradients to ``b`` and ``H`` where they require grad).
     """
-    solve, factor_and_solve, subtract_lower_outer, add_into = cholesky_kernels(H.dtype)
-    dims = (b.shape[0], b.shape[2])
-    if factor_first:
-        if b.shape[2] != 1:
-            raise ValueError("factor_first solves one right-hand side")
-        wp.launch(factor_and_solve, dim=b.shape[0], inputs=[H, dof_parent, b, L, x], device=b.device,
-                  record_tape=False)
-    else:
-        wp.launch(solve, dim=dims, inputs=[L, dof_parent, b, x], device=b.device, record_tape=False)
+    forward, adjoint = cholesky_kernels(H.dtype)
+    if b.shape[2] != 1:
+        raise ValueError("one right-hand side: b must have shape [N, n, 1]")
+    N = b.shape[0]
+    wp.launch(forward, dim=N, inputs=[H, dof_parent, b, L, x], device=b.device, record_tape=False)
     if tape is None:
         return
 
@@ -148,11 +134,10 @@ def solve_with_factor(H: wp.array, dof_parent: wp.array, L: wp.array, b: wp.arra
         if x.grad is None:
             return
         b_bar = wp.empty_like(x, requires_grad=False)
-        wp.launch(solve, dim=dims, inputs=[L, dof_parent, x.grad, b_bar], device=b.device, record_tape=False)
-        if b.requires_grad and b.grad is not None:
-            wp.launch(add_into, dim=b.shape[0], inputs=[b_bar, b.grad], device=b.device, record_tape=False)
-        if H.requires_grad and H.grad is not None:
-            wp.launch(subtract_lower_outer, dim=b.shape[0], inputs=[b_bar, x, H.grad], device=b.device,
-                      record_tape=False)
+        has_b = b.requires_grad and b.grad is not None
+        has_H = H.requires_grad and H.grad is not None
+        wp.launch(adjoint, dim=N, device=b.device, record_tape=False,
+                  inputs=[L, dof_parent, x, x.grad, b_bar, b.grad if has_b else b_bar, H.grad if has_H else H,
+                          int(has_b), int(has_H)])
 
     tape.record_func(backward=backward, arrays=[H, b, x])

@@ -164,14 +164,14 @@ def impulse_response(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_s
     def backward() -> None:
         if du.grad is None:
             return
-        solve, _, subtract_lower_outer, _ = cholesky_kernels(H.dtype)
+        solve_adjoint = cholesky_kernels(H.dtype)[1]
         b_bar = wp.empty_like(du, requires_grad=False)
-        wp.launch(solve, dim=(N, 1), inputs=[L, dof_parent, du.grad, b_bar], device=J.device, record_tape=False)
+        has_H = H.requires_grad and H.grad is not None
+        wp.launch(solve_adjoint, dim=N, device=J.device, record_tape=False,
+                  inputs=[L, dof_parent, du, du.grad, b_bar, b_bar, H.grad if has_H else H, 0, int(has_H)])
         has_P = P.requires_grad and P.grad is not None
         has_J = J.requires_grad and J.grad is not None
         wp.launch(delassus_kernels(H.dtype)[3], dim=N, device=J.device, record_tape=False,
                   inputs=[J, P, b_bar, P.grad if has_P else b_bar, J.grad if has_J else J, int(has_P), int(has_J)])
-        if H.requires_grad and H.grad is not None:
-            wp.launch(subtract_lower_outer, dim=N, inputs=[b_bar, du, H.grad], device=J.device, record_tape=False)
 
     tape.record_func(backward=backward, arrays=[H, J, P, du])

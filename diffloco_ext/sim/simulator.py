@@ -24,7 +24,7 @@ import warp as wp
 from .actuators import actuator_kernels
 from .batched_matmul import batched_matmul
 from .bias_forces import bias_forces
-from .cholesky import solve_with_factor
+from .cholesky import factor_and_solve
 from .delassus import delassus, impulse_response
 from .gauss_seidel import projected_gauss_seidel
 from .contact import ContactParams, contact_kernels
@@ -255,7 +255,7 @@ class Simulator:
                                         m.joint_damping, self._scalar(m.effort_limit),
                                         self._scalar(m.saturation_effort), self._scalar(m.velocity_limit), d.tau])
         launch(self._rhs, N, [s.u, d.tau, d.bias, m.joint_friction_damping, dt, int(m.fixed_base), d.rhs])
-        solve_with_factor(d.H, m.dof_parent, d.L, d.rhs, d.du, tape, factor_first=True)
+        factor_and_solve(d.H, m.dof_parent, d.L, d.rhs, d.du, tape)
         if d.contact is None:
             launch(self._add_velocity, (N, nv), [s.u, d.du, d.u_new])
         else:
