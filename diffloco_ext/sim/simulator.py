@@ -37,9 +37,17 @@ from .state import Control, State
 from .warp_setup import warp_types
 
 
+#: Intermediates that kernels only add into or write in part: they must start at zero (see ``zero_accumulators``).
+#: Every other intermediate is written in full by its stage, so it is allocated without clearing.
+ACCUMULATORS = ("composite_m", "composite_h", "composite_J", "H", "subtree_force_ang", "subtree_force_lin", "J", "W")
+
+
 def _alloc(model: Model, shapes: dict, requires_grad: bool) -> dict:
-    return {name: wp.zeros(shape, dtype=dtype, device=model.device, requires_grad=requires_grad)
-            for name, (shape, dtype) in shapes.items()}
+    def make(name, shape, dtype):
+        factory = wp.zeros if name in ACCUMULATORS else wp.empty
+        return factory(shape, dtype=dtype, device=model.device, requires_grad=requires_grad)
+
+    return {name: make(name, shape, dtype) for name, (shape, dtype) in shapes.items()}
 
 
 @dataclass
@@ -150,11 +158,12 @@ class StepData:
                         **arrays)
 
     def zero_accumulators(self) -> None:
-        for name in ("composite_m", "composite_h", "composite_J", "H", "subtree_force_ang", "subtree_force_lin"):
-            getattr(self, name).zero_()
-        if self.contact is not None:
-            self.contact.J.zero_()
-            self.contact.W.zero_()
+        for group in (self, self.contact):
+            if group is None:
+                continue
+            for name in ACCUMULATORS:
+                if hasattr(group, name):
+                    getattr(group, name).zero_()
 
     def nbytes(self) -> int:
         total = 0
