@@ -30,6 +30,28 @@ def accumulate_lower(H_grad: torch.Tensor, M: torch.Tensor) -> None:
 
 @functools.cache
 def cholesky_kernels(dtype):
+    @wp.func
+    def _solve_in_place(L: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32),
+                        x: wp.array3d(dtype=dtype), e: int):
+        """``x[e] <- (L^T L)^-1 x[e]`` (one column): ``L^T y = x`` descendants first, then ``L x = y``."""
+        n = L.shape[1]
+        for kk in range(n):
+            k = n - 1 - kk
+            y = x[e, k, 0] / L[e, k, k]
+            x[e, k, 0] = y
+            i = dof_parent[k]
+            while i != -1:
+                x[e, i, 0] = x[e, i, 0] - L[e, k, i] * y
+                i = dof_parent[i]
+        for k in range(n):
+            s = x[e, k, 0]
+            i = dof_parent[k]
+            while i != -1:
+                s = s - L[e, k, i] * x[e, i, 0]
+                i = dof_parent[i]
+            x[e, k, 0] = s / L[e, k, k]
+        return 0
+
     @wp.kernel(enable_backward=False)
     def factor_and_solve(H: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32),
                          b: wp.array3d(dtype=dtype), L: wp.array3d(dtype=dtype), x: wp.array3d(dtype=dtype)):
@@ -61,21 +83,7 @@ def cholesky_kernels(dtype):
                 i = dof_parent[i]
         for k in range(n):
             x[e, k, 0] = b[e, k, 0]
-        for kk in range(n):
-            k = n - 1 - kk
-            y = x[e, k, 0] / L[e, k, k]
-            x[e, k, 0] = y
-            i = dof_parent[k]
-            while i != -1:
-                x[e, i, 0] = x[e, i, 0] - L[e, k, i] * y
-                i = dof_parent[i]
-        for k in range(n):
-            s = x[e, k, 0]
-            i = dof_parent[k]
-            while i != -1:
-                s = s - L[e, k, i] * x[e, i, 0]
-                i = dof_parent[i]
-            x[e, k, 0] = s / L[e, k, k]
+        _solve_in_place(L, dof_parent, x, e)
 
     @wp.kernel(enable_backward=False)
     def solve_adjoint(L: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32), x: wp.array3d(dtype=dtype),
@@ -87,24 +95,10 @@ def cholesky_kernels(dtype):
         n = L.shape[1]
         for k in range(n):
             b_bar[e, k, 0] = x_grad[e, k, 0]
-        for kk in range(n):
-            k = n - 1 - kk
-            y = b_bar[e, k, 0] / L[e, k, k]
-            b_bar[e, k, 0] = y
-            i = dof_parent[k]
-            while i != -1:
-                b_bar[e, i, 0] = b_bar[e, i, 0] - L[e, k, i] * y
-                i = dof_parent[i]
-        for k in range(n):
-            s = b_bar[e, k, 0]
-            i = dof_parent[k]
-            while i != -1:
-                s = s - L[e, k, i] * b_bar[e, i, 0]
-                i = dof_parent[i]
-            s = s / L[e, k, k]
-            b_bar[e, k, 0] = s
-            if has_b != 0:
-                b_grad[e, k, 0] = b_grad[e, k, 0] + s
+        _solve_in_place(L, dof_parent, b_bar, e)
+        if has_b != 0:
+            for k in range(n):
+                b_grad[e, k, 0] = b_grad[e, k, 0] + b_bar[e, k, 0]
         if has_H != 0:
             for i in range(n):
                 bi = b_bar[e, i, 0]
