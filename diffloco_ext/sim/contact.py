@@ -7,7 +7,8 @@ the velocity update ``u_E = u_A + H^-1 (dt h + J^T P)``:
   ``sigma(g) = 1 / (1 + exp(kappa g))`` of its signed gap ``g`` (m): inside the sweep contact ``j`` enters
   contact ``i``'s residual as ``sigma_j G_ij P_j``; after the sweep ``P_i <- sigma_i P_i``. Contacts farther than
   ``col_height`` above the ground get ``sigma = 0``. ``kappa`` (1/m) is read at every step: change it freely.
-* ``"hard"``: the same solver with ``sigma`` the step function (1 for ``g <= 0``, else 0).
+* ``"hard"``: the same solver with ``sigma`` the step function (1 for ``g <= 0``, else 0), plus a stabilisation
+  that removes penetration beyond a small slop (see :class:`ContactParams`).
 * ``"soft"``: penalty spring-damper ``f_n = k_p (-g) - k_d v_n`` for ``g < 0`` with regularised Coulomb friction
   ``f_t = -k_f v_t`` capped at ``mu f_n``, taken implicitly (at the end-of-step velocity, so it is stable at any
   ``dt``): the same Gauss-Seidel solve with compliance ``R_n = 1 / (dt (k_p dt + k_d))``, ``R_t = 1 / (dt k_f)`` on
@@ -23,8 +24,8 @@ the contact's own 2x2 block with the isotropic step ``1 / lambda_max(G_tt)``, us
 exactly Coulomb's law (a block sliding on an incline accelerates at ``g (sin - mu cos)`` to 1e-6); updating
 normal and tangents one after the other converges much faster than one step on the 3-vector (a standing ANYmal
 drifts 27 µm in 8 s with 10 sweeps instead of 1 mm). Penetration is bounded by a Baumgarte-style term in hard mode
-(``stabilization``). Each iterate is written once into a history array, so Warp's tape differentiates the
-unrolled solve exactly.
+(``stabilization``). The solve lives in :mod:`.gauss_seidel`, with its hand-written reverse sweep over the stored
+iterates; the Delassus matrix and the impulses' velocity change in :mod:`.delassus`.
 
 Ground: a horizontal plane per environment at height ``ground_height`` (m); the contact frame is the world
 ``(z, x, y)``. A terrain with other heights/normals replaces :func:`_terrain_query` (same signature).

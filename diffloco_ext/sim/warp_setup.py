@@ -22,7 +22,6 @@ def init_warp() -> None:
     if _initialised:
         return
     wp.config.log_level = wp.LOG_WARNING
-    wp.config.quiet = True
     wp.init()
     _initialised = True
 
