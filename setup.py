@@ -43,6 +43,6 @@ setup(
     include_package_data=True,
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,
-    entry_points={"isaaclab.tasks": ["diffloco = diffloco_ext.tasks"]},
+    # The "isaaclab.tasks" entry point (diffloco = diffloco_ext.tasks) is added when the tasks package exists.
     zip_safe=False,
 )
