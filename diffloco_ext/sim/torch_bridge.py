@@ -3,13 +3,14 @@
 :class:`TorchSimulator` wraps a :class:`~.simulator.Simulator`. Its :meth:`~TorchSimulator.step` takes torch
 tensors ``q`` [N, nq], ``u`` [N, nv], joint targets [N, n] (and optional feed-forward torques) and returns a
 :class:`StepOutput`: the next ``q``, ``u``, the foot positions/velocities [N, F, 3] at the new state, the mean
-contact force on each foot over the step [N, F, 3] (world frame, N) and the per-env divergence flags [N]. Each call records one step on
-its own ``wp.Tape``; torch's autograd chains the steps, so gradients flow through whole rollouts, to the
+contact force on each foot over the step [N, F, 3] (world frame, N), the per-env divergence flags [N], and each
+foot's contact state and gap [N, F] (for tasks and logs). Each call records one step on its own ``wp.Tape``; torch's autograd chains the steps, so gradients flow through whole rollouts, to the
 initial state, the actions, and the model parameters exposed by :meth:`~TorchSimulator.parameters`
 (zero-copy views of the Warp arrays: writing into them, e.g. for domain randomisation, changes the model).
 
-Memory: a step kept for backward holds its :class:`~.simulator.StepData` (``StepData.nbytes``, about
-``(60 B + 2 nv^2)`` scalars per environment) until torch frees the graph; a T-step rollout holds T of them.
+Memory: a step kept for backward holds its :class:`~.simulator.StepData` with gradients (``StepData.nbytes``
+times two: about 13 KB per environment for ANYmal without contact, 20 KB with contact, in float32) until torch
+frees the graph; a T-step rollout holds T of them.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ class StepOutput(NamedTuple):
     foot_vel: torch.Tensor  # [N, F, 3] world (m/s)
     contact_force: torch.Tensor  # [N, F, 3] world (N), mean over the step
     diverged: torch.Tensor  # [N] bool: the env's step diverged and its state was held
+    contact_state: torch.Tensor  # [N, F] weight of each foot's contact (1/0 hard and soft, sigma(gap) smoothed)
+    foot_gap: torch.Tensor  # [N, F] signed gap of each foot sphere at the step's midpoint (m)
 
 
 class _StepFunction(torch.autograd.Function):
@@ -56,7 +59,8 @@ class _StepFunction(torch.autograd.Function):
             force = None
             force_t = torch.zeros((N, F, 3), dtype=q.dtype, device=q.device)
         diverged = wp.to_torch(data.diverged).bool().clone()
-        ctx.mark_non_differentiable(diverged)
+        state, gap = bridge._contact_state(data)
+        ctx.mark_non_differentiable(diverged, state, gap)
         ctx.saved = (bridge, tape, state_in, control, state_out, foot_pos, foot_vel, force)
         return (
             wp.to_torch(state_out.q).clone(),
@@ -65,10 +69,12 @@ class _StepFunction(torch.autograd.Function):
             wp.to_torch(foot_vel).reshape(N, F, 3).clone(),
             force_t,
             diverged,
+            state,
+            gap,
         )
 
     @staticmethod
-    def backward(ctx, g_q, g_u, g_foot_pos, g_foot_vel, g_force, _g_diverged):
+    def backward(ctx, g_q, g_u, g_foot_pos, g_foot_vel, g_force, _g_diverged, _g_state, _g_gap):
         bridge, tape, state_in, control, state_out, foot_pos, foot_vel, force = ctx.saved
         model = bridge.sim.model
         outputs = [(state_out.q, g_q), (state_out.u, g_u), (foot_pos, g_foot_pos), (foot_vel, g_foot_vel)]
@@ -167,7 +173,15 @@ class TorchSimulator:
                  else torch.zeros((N, F, 3), dtype=self.dtype, device=self.device))
         return StepOutput(wp.to_torch(state_out.q), wp.to_torch(state_out.u),
                           wp.to_torch(foot_pos).reshape(N, F, 3), wp.to_torch(foot_vel).reshape(N, F, 3), force,
-                          wp.to_torch(data.diverged).bool().clone())
+                          wp.to_torch(data.diverged).bool().clone(), *self._contact_state(data))
+
+    def _contact_state(self, data) -> tuple[torch.Tensor, torch.Tensor]:
+        """Contact weights and gaps [N, F] of a step (zeros without contact), detached copies."""
+        model = self.sim.model
+        if data.contact is None:
+            zeros = torch.zeros((model.num_envs, model.num_feet), dtype=self.dtype, device=self.device)
+            return zeros, zeros.clone()
+        return wp.to_torch(data.contact.weight).clone(), wp.to_torch(data.contact.gap).clone()
 
     def rollout(self, q0: torch.Tensor, u0: torch.Tensor, joint_targets: torch.Tensor,
                 params: dict[str, torch.Tensor] | None = None):

@@ -115,3 +115,18 @@ def test_smoothed_contact_gives_informative_gradients_before_touchdown():
             assert out.contact_force[..., 2].min() > 0  # force at a distance
     assert torch.all(grads["hard"] == 0)
     assert grads["smoothed"].abs().max() > 1e-3
+
+
+def test_step_output_reports_contact_state(scene):
+    robot, q_np, u_np, rng, _ = scene
+    for mode in ("hard", "smoothed"):
+        bridge = make_bridge(robot, mode)
+        q, u, targets = inputs_for("hard", robot, q_np, u_np, rng)
+        out = bridge.step(q, u, targets)
+        assert out.contact_state.shape == (NUM_ENVS, 4) and out.foot_gap.shape == (NUM_ENVS, 4)
+        assert torch.all(out.foot_gap < 0)  # standing: every foot slightly in the ground
+        if mode == "hard":
+            assert torch.all(out.contact_state == 1)
+        else:
+            assert torch.all((out.contact_state > 0.5) & (out.contact_state < 1))
+        assert torch.all(out.contact_force[..., 2] > 0)
