@@ -6,7 +6,8 @@ tensors ``q`` [N, nq], ``u`` [N, nv], joint targets [N, n] (and optional feed-fo
 contact force on each foot over the step [N, F, 3] (world frame, N), the per-env divergence flags [N], and each
 foot's contact state and gap [N, F] (for tasks and logs). Each call records one step on its own ``wp.Tape``;
 torch's autograd chains the steps, so gradients flow through whole rollouts, to the initial state, the actions,
-and the model parameters exposed by :meth:`~TorchSimulator.parameters` (zero-copy views of the Warp arrays: writing into them, e.g. for domain randomisation, changes the model).
+and the model parameters exposed by :meth:`~TorchSimulator.parameters` (zero-copy views of the Warp arrays:
+writing into them, e.g. for domain randomisation, changes the model).
 
 Memory: a step kept for backward holds its :class:`~.simulator.StepData` with gradients (``StepData.nbytes``
 times two: about 13 KB per environment for ANYmal without contact, 20 KB with contact, in float32) until torch
