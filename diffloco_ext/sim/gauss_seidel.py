@@ -51,6 +51,19 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
         return out
 
     @wp.func
+    def _residual(G: wp.array3d(dtype=dtype), Gii: mat33, target: wp.array2d(dtype=vec3),
+                  history: wp.array3d(dtype=vec3), weight: wp.array2d(dtype=dtype), e: int, it: int, i: int):
+        """Residual of contact ``i`` in sweep ``it``: ``target_i + G_ii P_i + sum_j sigma_j G_ij P_j``, with the
+        contacts before ``i`` already updated in this sweep."""
+        w = target[e, i] + Gii * history[e, it, i]
+        for j in range(NC):
+            if j < i:
+                w = w + _block(G, e, i, j) * history[e, it + 1, j] * weight[e, j]
+            elif j > i:
+                w = w + _block(G, e, i, j) * history[e, it, j] * weight[e, j]
+        return w
+
+    @wp.func
     def _weight(g: dtype, mode: int, kappa: dtype, col_height: dtype):
         w = zero
         if mode == 1:
@@ -101,12 +114,7 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
             for i in range(NC):
                 Gii = _block(G, e, i, i) + compliance
                 p = history[e, it, i]
-                w = target[e, i] + Gii * p
-                for j in range(NC):
-                    if j < i:
-                        w = w + _block(G, e, i, j) * history[e, it + 1, j] * weight[e, j]
-                    elif j > i:
-                        w = w + _block(G, e, i, j) * history[e, it, j] * weight[e, j]
+                w = _residual(G, Gii, target, history, weight, e, it, i)
                 # normal first, then the tangential pair with the residual updated by the new normal impulse
                 pn = wp.max(p[0] - relaxation * w[0] / Gii[0, 0], zero)
                 dn = pn - p[0]
@@ -206,12 +214,7 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
                 # recompute the forward update (it, i)
                 Gii = _block(G, e, i, i) + compliance
                 p = history[e, it, i]
-                w = target[e, i] + Gii * p
-                for j in range(NC):
-                    if j < i:
-                        w = w + _block(G, e, i, j) * history[e, it + 1, j] * weight[e, j]
-                    elif j > i:
-                        w = w + _block(G, e, i, j) * history[e, it, j] * weight[e, j]
+                w = _residual(G, Gii, target, history, weight, e, it, i)
                 pn_raw = p[0] - relaxation * w[0] / Gii[0, 0]
                 pn = wp.max(pn_raw, zero)
                 dn = pn - p[0]
