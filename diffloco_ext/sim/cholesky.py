@@ -11,28 +11,23 @@ and recorded on the tape with ``Tape.record_func``: for ``x = H^-1 b``
 
 The factorisation reads only the lower triangle of H (H is symmetric by construction), so the exact adjoint
 of what is computed goes to the lower triangle only: ``H_bar[i, j] = -(b_bar_i x_j + b_bar_j x_i)`` for
-``i > j``, ``-b_bar_i x_i`` on the diagonal, zero above it (:func:`accumulate_lower` does the same fold for a
-dense adjoint, as a batched torch operation on zero-copy views of the Warp arrays).
+``i > j``, ``-b_bar_i x_i`` on the diagonal, zero above it. Only the tree's non-zero pattern of ``H`` is read
+by the factorisation (and written by the CRBA), so the fold is done on that pattern only.
 """
 
 
 import functools
 
-import torch
 import warp as wp
 
 
-def accumulate_lower(H_grad: torch.Tensor, M: torch.Tensor) -> None:
-    """``H_grad += tril(M + M^T, -1) + diag(M)`` in place: the adjoint ``M`` of a full matrix folded onto the lower
-    triangle, for a function that reads only the lower triangle of a symmetric ``H`` ([N, n, n] tensors)."""
-    H_grad.add_(torch.tril(M + M.transpose(1, 2), diagonal=-1) + torch.diag_embed(torch.diagonal(M, dim1=1, dim2=2)))
-
-
 @functools.cache
-def cholesky_kernels(dtype):
+def cholesky_funcs(dtype):
+    """Device functions shared with other stages: the solve with the factor, and the rank-one adjoint fold."""
+
     @wp.func
-    def _solve_in_place(L: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32),
-                        x: wp.array3d(dtype=dtype), e: int):
+    def solve_in_place(L: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32),
+                       x: wp.array3d(dtype=dtype), e: int):
         """``x[e] <- (L^T L)^-1 x[e]`` (one column): ``L^T y = x`` descendants first, then ``L x = y``."""
         n = L.shape[1]
         for kk in range(n):
@@ -51,6 +46,29 @@ def cholesky_kernels(dtype):
                 i = dof_parent[i]
             x[e, k, 0] = s / L[e, k, k]
         return 0
+
+    @wp.func
+    def subtract_outer_lower(H_grad: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32),
+                             a: wp.array3d(dtype=dtype), b: wp.array3d(dtype=dtype), e: int):
+        """``H_grad -= a b^T`` folded onto the lower triangle, on the tree's non-zero pattern only (``H[k, i]``
+        for ``i`` an ancestor of ``k`` or ``k`` itself: the only entries of ``H`` that the factorisation reads
+        and the CRBA writes)."""
+        for k in range(H_grad.shape[1]):
+            ak = a[e, k, 0]
+            bk = b[e, k, 0]
+            H_grad[e, k, k] = H_grad[e, k, k] - ak * bk
+            i = dof_parent[k]
+            while i != -1:
+                H_grad[e, k, i] = H_grad[e, k, i] - (ak * b[e, i, 0] + a[e, i, 0] * bk)
+                i = dof_parent[i]
+        return 0
+
+    return solve_in_place, subtract_outer_lower
+
+
+@functools.cache
+def cholesky_kernels(dtype):
+    _solve_in_place, _subtract_outer_lower = cholesky_funcs(dtype)
 
     @wp.kernel(enable_backward=False)
     def factor_and_solve(H: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32),
@@ -100,12 +118,7 @@ def cholesky_kernels(dtype):
             for k in range(n):
                 b_grad[e, k, 0] = b_grad[e, k, 0] + b_bar[e, k, 0]
         if has_H != 0:
-            for i in range(n):
-                bi = b_bar[e, i, 0]
-                xi = x[e, i, 0]
-                for j in range(i):
-                    H_grad[e, i, j] = H_grad[e, i, j] - (bi * x[e, j, 0] + b_bar[e, j, 0] * xi)
-                H_grad[e, i, i] = H_grad[e, i, i] - bi * xi
+            _subtract_outer_lower(H_grad, dof_parent, b_bar, x, e)
 
     return factor_and_solve, solve_adjoint
 

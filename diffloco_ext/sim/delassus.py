@@ -5,13 +5,16 @@ involves the DOFs on the foot's path to the root (its leg and the base), and ``L
 each column of ``W`` is computed along that path only and each entry of ``G`` is a dot product over it: a few
 hundred operations per environment instead of a dense solve with every contact row as right-hand side.
 
-Backward pass (``Y = H^-1 J^T``, computed only there): for ``G = J H^-1 J^T``
+Backward pass (``Y = H^-1 J^T = L^-1 W``, computed only there): for ``G = J H^-1 J^T``, with
+``T = (G_bar + G_bar^T) Y^T``,
 
-    J_bar += (G_bar + G_bar^T) Y^T          H_bar -= Y G_bar Y^T   (accumulated on H's lower triangle)
+    J_bar += T          H_bar -= Y G_bar Y^T, folded onto H's lower triangle: tril(Y T) with half its diagonal
 
-the lower-triangle rule being the one of :mod:`.cholesky` (the factorisation reads only that triangle).
+the lower-triangle rule being the one of :mod:`.cholesky` (the factorisation reads only that triangle). The two
+dense products are batched torch products on zero-copy views of the Warp arrays.
 
-:func:`impulse_response` reuses ``W`` for the velocity change of the contact impulses, ``H^-1 J^T P = L^-1 W P``.
+:func:`impulse_response` reuses ``W`` for the velocity after the contact impulses,
+``u_E = u_free + H^-1 J^T P = u_free + L^-1 W P``.
 """
 
 import functools
@@ -19,7 +22,7 @@ import functools
 import torch
 import warp as wp
 
-from .cholesky import accumulate_lower, cholesky_kernels
+from .cholesky import cholesky_funcs
 from .warp_setup import warp_types
 
 
@@ -27,6 +30,7 @@ from .warp_setup import warp_types
 def delassus_kernels(dtype):
     vec3 = warp_types(dtype).vec3
     mat33 = warp_types(dtype).mat33
+    _solve_in_place, _subtract_outer_lower = cholesky_funcs(dtype)
 
     @wp.kernel(enable_backward=False)
     def half_solve_gram(
@@ -67,26 +71,26 @@ def delassus_kernels(dtype):
 
     @wp.kernel(enable_backward=False)
     def lower_solve(L: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32), W: wp.array3d(dtype=vec3),
-                    Y: wp.array3d(dtype=dtype)):
-        """``Y[:, 3f:3f+3] = L^-1 W[:, f]`` (ancestors first)."""
+                    Y: wp.array3d(dtype=vec3)):
+        """``Y[:, f] = L^-1 W[:, f]`` (ancestors first); ``Y`` [N, nv, F] vec3 has the memory layout of the dense
+        [N, nv, 3F] ``H^-1 J^T``."""
         e, f = wp.tid()
         n = L.shape[1]
         for k in range(n):
             s = W[e, k, f]
             i = dof_parent[k]
             while i != -1:
-                s = s - vec3(Y[e, i, 3 * f], Y[e, i, 3 * f + 1], Y[e, i, 3 * f + 2]) * L[e, k, i]
+                s = s - Y[e, i, f] * L[e, k, i]
                 i = dof_parent[i]
-            y = s / L[e, k, k]
-            Y[e, k, 3 * f] = y[0]
-            Y[e, k, 3 * f + 1] = y[1]
-            Y[e, k, 3 * f + 2] = y[2]
+            Y[e, k, f] = s / L[e, k, k]
 
     @wp.kernel(enable_backward=False)
     def impulse_response(L: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32),
                          foot_path_start: wp.array(dtype=wp.int32), foot_path: wp.array(dtype=wp.int32),
-                         W: wp.array3d(dtype=vec3), P: wp.array3d(dtype=dtype), du: wp.array3d(dtype=dtype)):
-        """``du = H^-1 J^T P = L^-1 (W P)``: the path-sparse ``W P``, then one solve with ``L`` (ancestors first)."""
+                         W: wp.array3d(dtype=vec3), P: wp.array3d(dtype=dtype), u_free: wp.array2d(dtype=dtype),
+                         du: wp.array3d(dtype=dtype), u_out: wp.array2d(dtype=dtype)):
+        """``du = H^-1 J^T P = L^-1 (W P)`` (the path-sparse ``W P``, then one solve with ``L``, ancestors first)
+        and ``u_out = u_free + du``."""
         e = wp.tid()
         n = L.shape[1]
         for k in range(n):
@@ -102,24 +106,47 @@ def delassus_kernels(dtype):
             while i != -1:
                 s = s - L[e, k, i] * du[e, i, 0]
                 i = dof_parent[i]
-            du[e, k, 0] = s / L[e, k, k]
+            dk = s / L[e, k, k]
+            du[e, k, 0] = dk
+            u_out[e, k] = u_free[e, k] + dk
 
     @wp.kernel(enable_backward=False)
-    def impulse_response_adjoint(J: wp.array3d(dtype=dtype), P: wp.array3d(dtype=dtype),
-                                 b_bar: wp.array3d(dtype=dtype), P_grad: wp.array3d(dtype=dtype),
-                                 J_grad: wp.array3d(dtype=dtype), has_P: int, has_J: int):
-        """``P_bar += J b_bar``, ``J_bar += P b_bar^T`` for one environment."""
+    def impulse_response_adjoint(L: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32),
+                                 foot_path_start: wp.array(dtype=wp.int32), foot_path: wp.array(dtype=wp.int32),
+                                 J: wp.array3d(dtype=dtype), P: wp.array3d(dtype=dtype),
+                                 du: wp.array3d(dtype=dtype), u_out_grad: wp.array2d(dtype=dtype),
+                                 b_bar: wp.array3d(dtype=dtype), u_free_grad: wp.array2d(dtype=dtype),
+                                 P_grad: wp.array3d(dtype=dtype), J_grad: wp.array3d(dtype=dtype),
+                                 H_grad: wp.array3d(dtype=dtype), has_free: int, has_P: int, has_J: int,
+                                 has_H: int):
+        """For one environment: ``b_bar = H^-1 u_out_bar`` (scratch), ``u_free_bar += u_out_bar``,
+        ``P_bar += J b_bar`` and ``J_bar += P b_bar^T`` along the foot paths (``J``'s other entries are structural
+        zeros), ``H_bar -= b_bar du^T`` folded onto the lower triangle."""
         e = wp.tid()
-        for r in range(J.shape[1]):
+        n = L.shape[1]
+        for k in range(n):
+            g = u_out_grad[e, k]
+            b_bar[e, k, 0] = g
+            if has_free != 0:
+                u_free_grad[e, k] = u_free_grad[e, k] + g
+        _solve_in_place(L, dof_parent, b_bar, e)
+        for f in range(foot_path_start.shape[0] - 1):
+            pf = vec3(P[e, 3 * f, 0], P[e, 3 * f + 1, 0], P[e, 3 * f + 2, 0])
+            acc = vec3()
+            for p in range(foot_path_start[f], foot_path_start[f + 1]):
+                k = foot_path[p]
+                bk = b_bar[e, k, 0]
+                acc = acc + vec3(J[e, 3 * f, k], J[e, 3 * f + 1, k], J[e, 3 * f + 2, k]) * bk
+                if has_J != 0:
+                    J_grad[e, 3 * f, k] = J_grad[e, 3 * f, k] + pf[0] * bk
+                    J_grad[e, 3 * f + 1, k] = J_grad[e, 3 * f + 1, k] + pf[1] * bk
+                    J_grad[e, 3 * f + 2, k] = J_grad[e, 3 * f + 2, k] + pf[2] * bk
             if has_P != 0:
-                s = dtype(0.0)
-                for k in range(J.shape[2]):
-                    s += J[e, r, k] * b_bar[e, k, 0]
-                P_grad[e, r, 0] = P_grad[e, r, 0] + s
-            if has_J != 0:
-                pr = P[e, r, 0]
-                for k in range(J.shape[2]):
-                    J_grad[e, r, k] = J_grad[e, r, k] + pr * b_bar[e, k, 0]
+                P_grad[e, 3 * f, 0] = P_grad[e, 3 * f, 0] + acc[0]
+                P_grad[e, 3 * f + 1, 0] = P_grad[e, 3 * f + 1, 0] + acc[1]
+                P_grad[e, 3 * f + 2, 0] = P_grad[e, 3 * f + 2, 0] + acc[2]
+        if has_H != 0:
+            _subtract_outer_lower(H_grad, dof_parent, b_bar, du, e)
 
     return half_solve_gram, lower_solve, impulse_response, impulse_response_adjoint
 
@@ -137,41 +164,43 @@ def delassus(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_start: wp
     def backward() -> None:
         if G.grad is None:
             return
-        Y = wp.zeros((N, nv, C), dtype=H.dtype, device=J.device)
+        Y = wp.empty(W.shape, dtype=W.dtype, device=J.device)
         wp.launch(lower_solve, dim=(N, C // 3), inputs=[L, dof_parent, W, Y], device=J.device, record_tape=False)
-        Y_t, G_bar = wp.to_torch(Y), wp.to_torch(G.grad)
+        Y_t, G_bar = wp.to_torch(Y).reshape(N, nv, C), wp.to_torch(G.grad)
+        T = torch.bmm(G_bar + G_bar.transpose(1, 2), Y_t.transpose(1, 2))
         if J.requires_grad and J.grad is not None:
-            wp.to_torch(J.grad).add_(torch.bmm(G_bar + G_bar.transpose(1, 2), Y_t.transpose(1, 2)))
+            wp.to_torch(J.grad).add_(T)
         if H.requires_grad and H.grad is not None:
-            accumulate_lower(wp.to_torch(H.grad), -torch.bmm(torch.bmm(Y_t, G_bar), Y_t.transpose(1, 2)))
+            M = torch.bmm(Y_t, T)  # = Y (G_bar + G_bar^T) Y^T, symmetric
+            H_bar = wp.to_torch(H.grad)
+            H_bar.sub_(M.tril_())
+            H_bar.diagonal(dim1=1, dim2=2).add_(M.diagonal(dim1=1, dim2=2), alpha=0.5)
 
     tape.record_func(backward=backward, arrays=[H, J, G])
 
 
 def impulse_response(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_start: wp.array,
-                     foot_path: wp.array, J: wp.array, W: wp.array, P: wp.array, du: wp.array,
-                     tape: wp.Tape | None = None) -> None:
+                     foot_path: wp.array, J: wp.array, W: wp.array, P: wp.array, u_free: wp.array, du: wp.array,
+                     u_out: wp.array, tape: wp.Tape | None = None) -> None:
     """Velocity change ``du = H^-1 J^T P`` [N, nv, 1] of contact impulses ``P`` [N, C, 1], reusing ``W`` from
-    :func:`delassus`. Backward (``b_bar = H^-1 du_bar``): ``P_bar += J b_bar``, ``J_bar += P b_bar^T``,
+    :func:`delassus`, and the velocity after the impulses ``u_out = u_free + du`` [N, nv]. Backward
+    (``b_bar = H^-1 u_out_bar``): ``u_free_bar += u_out_bar``, ``P_bar += J b_bar``, ``J_bar += P b_bar^T``,
     ``H_bar -= b_bar du^T`` folded onto the lower triangle."""
-    kernel = delassus_kernels(H.dtype)[2]
+    forward, adjoint = delassus_kernels(H.dtype)[2:]
     N = J.shape[0]
-    wp.launch(kernel, dim=N, inputs=[L, dof_parent, foot_path_start, foot_path, W, P, du], device=J.device,
-              record_tape=False)
+    wp.launch(forward, dim=N, inputs=[L, dof_parent, foot_path_start, foot_path, W, P, u_free, du, u_out],
+              device=J.device, record_tape=False)
     if tape is None:
         return
 
     def backward() -> None:
-        if du.grad is None:
+        if u_out.grad is None:
             return
-        solve_adjoint = cholesky_kernels(H.dtype)[1]
         b_bar = wp.empty_like(du, requires_grad=False)
-        has_H = H.requires_grad and H.grad is not None
-        wp.launch(solve_adjoint, dim=N, device=J.device, record_tape=False,
-                  inputs=[L, dof_parent, du, du.grad, b_bar, b_bar, H.grad if has_H else H, 0, int(has_H)])
-        has_P = P.requires_grad and P.grad is not None
-        has_J = J.requires_grad and J.grad is not None
-        wp.launch(delassus_kernels(H.dtype)[3], dim=N, device=J.device, record_tape=False,
-                  inputs=[J, P, b_bar, P.grad if has_P else b_bar, J.grad if has_J else J, int(has_P), int(has_J)])
+        has = [a.requires_grad and a.grad is not None for a in (u_free, P, J, H)]
+        wp.launch(adjoint, dim=N, device=J.device, record_tape=False, inputs=[
+            L, dof_parent, foot_path_start, foot_path, J, P, du, u_out.grad, b_bar,
+            u_free.grad if has[0] else u_out.grad, P.grad if has[1] else P, J.grad if has[2] else J,
+            H.grad if has[3] else H, *(int(h) for h in has)])
 
-    tape.record_func(backward=backward, arrays=[H, J, P, du])
+    tape.record_func(backward=backward, arrays=[H, J, P, u_free, du, u_out])

@@ -60,15 +60,4 @@ def integrator_kernels(dtype):
         e, k = wp.tid()
         u_out[e, k] = u[e, k] + du[e, k, 0]
 
-    @wp.kernel
-    def free_velocity(u: wp.array2d(dtype=dtype), du: wp.array3d(dtype=dtype), u_free: wp.array3d(dtype=dtype)):
-        """Velocity after the step without contact impulses, as a column ``[N, nv, 1]``."""
-        e, k = wp.tid()
-        u_free[e, k, 0] = u[e, k] + du[e, k, 0]
-
-    @wp.kernel
-    def column_sum(a: wp.array3d(dtype=dtype), b: wp.array3d(dtype=dtype), out: wp.array2d(dtype=dtype)):
-        e, k = wp.tid()
-        out[e, k] = a[e, k, 0] + b[e, k, 0]
-
-    return integrate_positions, add_velocity, free_velocity, column_sum
+    return integrate_positions, add_velocity

@@ -22,12 +22,12 @@ import numpy as np
 import warp as wp
 
 from .actuators import actuator_kernels
-from .batched_matmul import batched_matmul
 from .bias_forces import bias_forces
 from .cholesky import factor_and_solve
 from .delassus import delassus, impulse_response
 from .gauss_seidel import projected_gauss_seidel
 from .contact import ContactParams, contact_kernels
+from .contact_velocity import contact_velocity
 from .divergence import divergence_kernels
 from .integrator import integrator_kernels
 from .kinematics import forward_kinematics, kinematics_kernels
@@ -80,7 +80,7 @@ class ContactData:
     gap: wp.array  # [N, F] signed gap (m)
     frame: wp.array  # [N, F, 3] vec3: normal, tangent 1, tangent 2
     J: wp.array  # [N, C, nv]
-    u_free: wp.array  # [N, nv, 1]
+    u_free: wp.array  # [N, nv] velocity after the step without contact impulses
     c: wp.array  # [N, C, 1] contact-point velocity without impulses (m/s)
     W: wp.array  # [N, nv, F] vec3 = L^-T J^T (path-sparse, a foot's three rows in one vec3)
     G: wp.array  # [N, C, C] Delassus matrix
@@ -98,7 +98,7 @@ class ContactData:
         C = 3 * F
         shapes = {
             "gap": ((N, F), s), "frame": ((N, F, 3), t.vec3), "J": ((N, C, nv), s),
-            "u_free": ((N, nv, 1), s), "c": ((N, C, 1), s), "W": ((N, nv, F), t.vec3), "G": ((N, C, C), s),
+            "u_free": ((N, nv), s), "c": ((N, C, 1), s), "W": ((N, nv, F), t.vec3), "G": ((N, C, C), s),
             
             "weight": ((N, F), s), "target": ((N, F), t.vec3), "history": ((N, params.iterations + 1, F), t.vec3),
             "impulse": ((N, C, 1), s), "du_contact": ((N, nv, 1), s), "force": ((N, F), t.vec3),
@@ -201,7 +201,7 @@ class Simulator:
         d = model.dtype
         _, _, _, self._vel, self._feet = kinematics_kernels(d)
         self._actuator, self._rhs = actuator_kernels(d)
-        self._integrate, self._add_velocity, self._free_velocity, self._column_sum = integrator_kernels(d)
+        self._integrate, self._add_velocity = integrator_kernels(d)
         self._detect, self._select = divergence_kernels(d)
         if model.num_feet > 0:
             self._contact_geometry, self._contact_force = contact_kernels(d)
@@ -269,7 +269,6 @@ class Simulator:
             launch(self._add_velocity, (N, nv), [s.u, d.du, d.u_new])
         else:
             self._contact_impulses(s, d, tape)
-            launch(self._column_sum, (N, nv), [d.contact.u_free, d.contact.du_contact, d.u_new])
         launch(self._integrate, N, [s.q, s.u, d.u_new, dt, d.q_new])
         wp.launch(self._detect, dim=N, inputs=[d.q_new, d.u_new, self._scalar(self.max_speed),
                                                self._scalar(self.max_distance), d.diverged],
@@ -277,19 +276,18 @@ class Simulator:
         launch(self._select, N, [d.q_new, d.u_new, s.q, s.u, d.diverged, out.q, out.u])
 
     def _contact_impulses(self, s: State, d: StepData, tape: wp.Tape | None) -> None:
-        """Contact geometry at the midpoint, Delassus matrix, impulses and their velocity change."""
+        """Contact geometry at the midpoint, Delassus matrix, impulses and the velocity after them (``d.u_new``)."""
         m, p, cd = self.model, self.contact, d.contact
         N, F, nv = m.num_envs, m.num_feet, m.nv
         self._launch(self._contact_geometry, (N, F), [
             d.q_mid, d.kin.body_rot, d.kin.body_pos, d.kin.dof_ang, d.kin.dof_lin, m.foot_body, m.foot_offset,
             m.foot_radius, m.ancestor_start, m.ancestor_index, m.ground_height, cd.gap, cd.frame, cd.J])
-        self._launch(self._free_velocity, (N, nv), [s.u, d.du, cd.u_free])
-        batched_matmul(cd.J, cd.u_free, cd.c, tape=tape)
+        contact_velocity(s.u, d.du, cd.J, m.foot_path_start, m.foot_path, cd.u_free, cd.c, tape)
         delassus(d.H, d.L, m.dof_parent, m.foot_path_start, m.foot_path, cd.J, cd.W, cd.G, tape)
         projected_gauss_seidel(m, p, self.dt, cd.G, cd.c, cd.gap, cd.weight, cd.target, cd.history, cd.impulse,
                                tape)
         impulse_response(d.H, d.L, m.dof_parent, m.foot_path_start, m.foot_path, cd.J, cd.W, cd.impulse,
-                         cd.du_contact, tape)
+                         cd.u_free, cd.du_contact, d.u_new, tape)
         self._launch(self._contact_force, (N, F), [cd.impulse, cd.frame, self._scalar(1.0 / self.dt), cd.force])
 
     def kinematics(self, q: wp.array, u: wp.array, k: KinematicsData, tape: wp.Tape | None = None) -> None:
