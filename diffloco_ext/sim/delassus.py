@@ -39,10 +39,11 @@ def delassus_kernels(dtype):
         foot_path: wp.array(dtype=wp.int32),
         J: wp.array3d(dtype=dtype),
         W: wp.array3d(dtype=vec3),
-        G: wp.array3d(dtype=dtype),
+        G: wp.array3d(dtype=mat33),
     ):
         """``W = L^-T J^T`` along each foot's root path, the foot's three contact rows side by side in a vec3
-        (``W`` [N, nv, F], zeroed elsewhere), then ``G = W^T W`` block by block."""
+        (``W`` [N, nv, F], zeroed elsewhere), then ``G = W^T W`` block by block (``G`` [N, F, F] mat33: block
+        ``(a, b)`` couples the contact rows of feet ``a`` and ``b``)."""
         e = wp.tid()
         num_feet = W.shape[2]
         for f in range(num_feet):
@@ -64,10 +65,9 @@ def delassus_kernels(dtype):
                 for p in range(foot_path_start[fa], foot_path_start[fa + 1]):
                     k = foot_path[p]
                     block = block + wp.outer(W[e, k, fa], W[e, k, fb])
-                for r in range(3):
-                    for c in range(3):
-                        G[e, 3 * fa + r, 3 * fb + c] = block[r, c]
-                        G[e, 3 * fb + c, 3 * fa + r] = block[r, c]
+                G[e, fa, fb] = block
+                if fb != fa:
+                    G[e, fb, fa] = wp.transpose(block)
 
     @wp.kernel(enable_backward=False)
     def lower_solve(L: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32), W: wp.array3d(dtype=vec3),
@@ -153,7 +153,8 @@ def delassus_kernels(dtype):
 
 def delassus(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_start: wp.array, foot_path: wp.array,
              J: wp.array, W: wp.array, G: wp.array, tape: wp.Tape | None = None) -> None:
-    """``G = J H^-1 J^T`` [N, C, C] for contact rows ``J`` [N, C, nv] (``W`` [N, nv, F] vec3, zeroed scratch)."""
+    """``G = J H^-1 J^T`` as [N, F, F] 3x3 blocks for contact rows ``J`` [N, C = 3F, nv] (``W`` [N, nv, F] vec3,
+    zeroed scratch)."""
     half_solve_gram, lower_solve = delassus_kernels(H.dtype)[:2]
     N, C, nv = J.shape
     wp.launch(half_solve_gram, dim=N, inputs=[L, foot_path_start, foot_path, J, W, G], device=J.device,
@@ -166,7 +167,8 @@ def delassus(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_start: wp
             return
         Y = wp.empty(W.shape, dtype=W.dtype, device=J.device)
         wp.launch(lower_solve, dim=(N, C // 3), inputs=[L, dof_parent, W, Y], device=J.device, record_tape=False)
-        Y_t, G_bar = wp.to_torch(Y).reshape(N, nv, C), wp.to_torch(G.grad)
+        Y_t = wp.to_torch(Y).reshape(N, nv, C)
+        G_bar = wp.to_torch(G.grad).permute(0, 1, 3, 2, 4).reshape(N, C, C)  # blocks [N, F, F, 3, 3] -> [N, C, C]
         T = torch.bmm(G_bar + G_bar.transpose(1, 2), Y_t.transpose(1, 2))
         if J.requires_grad and J.grad is not None:
             wp.to_torch(J.grad).add_(T)

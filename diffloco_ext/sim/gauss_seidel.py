@@ -29,14 +29,6 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
     half = dtype(0.5)
 
     @wp.func
-    def _block(G: wp.array3d(dtype=dtype), e: int, i: int, j: int):
-        return mat33(
-            G[e, 3 * i, 3 * j], G[e, 3 * i, 3 * j + 1], G[e, 3 * i, 3 * j + 2],
-            G[e, 3 * i + 1, 3 * j], G[e, 3 * i + 1, 3 * j + 1], G[e, 3 * i + 1, 3 * j + 2],
-            G[e, 3 * i + 2, 3 * j], G[e, 3 * i + 2, 3 * j + 1], G[e, 3 * i + 2, 3 * j + 2],
-        )
-
-    @wp.func
     def _project(p: vec3, mu: dtype):
         """Paper A's proximal projection: no pull; tangential impulse scaled into the friction cone."""
         out = p
@@ -51,19 +43,6 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
         return out
 
     @wp.func
-    def _residual(G: wp.array3d(dtype=dtype), Gii: mat33, target: wp.array2d(dtype=vec3),
-                  history: wp.array3d(dtype=vec3), weight: wp.array2d(dtype=dtype), e: int, it: int, i: int):
-        """Residual of contact ``i`` in sweep ``it``: ``target_i + G_ii P_i + sum_j sigma_j G_ij P_j``, with the
-        contacts before ``i`` already updated in this sweep."""
-        w = target[e, i] + Gii * history[e, it, i]
-        for j in range(NC):
-            if j < i:
-                w = w + _block(G, e, i, j) * history[e, it + 1, j] * weight[e, j]
-            elif j > i:
-                w = w + _block(G, e, i, j) * history[e, it, j] * weight[e, j]
-        return w
-
-    @wp.func
     def _weight(g: dtype, mode: int, kappa: dtype, col_height: dtype):
         w = zero
         if mode == 1:
@@ -75,7 +54,7 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
 
     @wp.kernel(enable_backward=False)
     def projected_gauss_seidel(
-        G: wp.array3d(dtype=dtype),
+        G: wp.array3d(dtype=mat33),
         c: wp.array3d(dtype=dtype),
         gap: wp.array2d(dtype=dtype),
         friction: wp.array(dtype=dtype),
@@ -109,12 +88,17 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
             target[e, i0] = vec3(c[e, 3 * i0, 0] + push, c[e, 3 * i0 + 1, 0], c[e, 3 * i0 + 2, 0])
         compliance = wp.diag(vec3(compliance_n, compliance_t, compliance_t))
         for i1 in range(NC):
-            history[e, 0, i1] = _project(-(wp.inverse(_block(G, e, i1, i1) + compliance) * target[e, i1]), mu)
+            history[e, 0, i1] = _project(-(wp.inverse(G[e, i1, i1] + compliance) * target[e, i1]), mu)
         for it in range(iterations):
             for i in range(NC):
-                Gii = _block(G, e, i, i) + compliance
+                Gii = G[e, i, i] + compliance
                 p = history[e, it, i]
-                w = _residual(G, Gii, target, history, weight, e, it, i)
+                w = target[e, i] + Gii * p
+                for j in range(NC):
+                    if j < i:
+                        w = w + G[e, i, j] * history[e, it + 1, j] * weight[e, j]
+                    elif j > i:
+                        w = w + G[e, i, j] * history[e, it, j] * weight[e, j]
                 # normal first, then the tangential pair with the residual updated by the new normal impulse
                 pn = wp.max(p[0] - relaxation * w[0] / Gii[0, 0], zero)
                 dn = pn - p[0]
@@ -163,15 +147,9 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
                 adj_mu = p[0] * radial
         return adj_p, adj_mu
 
-    @wp.func
-    def _add_block(G_grad: wp.array3d(dtype=dtype), e: int, i: int, j: int, m: mat33):
-        for r in range(3):
-            for c in range(3):
-                G_grad[e, 3 * i + r, 3 * j + c] = G_grad[e, 3 * i + r, 3 * j + c] + m[r, c]
-
     @wp.kernel(enable_backward=False)
     def projected_gauss_seidel_adjoint(
-        G: wp.array3d(dtype=dtype),
+        G: wp.array3d(dtype=mat33),
         gap: wp.array2d(dtype=dtype),
         friction: wp.array(dtype=dtype),
         mode: int,
@@ -191,7 +169,7 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
         adj_history: wp.array3d(dtype=vec3),
         adj_target: wp.array2d(dtype=vec3),
         adj_weight: wp.array2d(dtype=dtype),
-        G_grad: wp.array3d(dtype=dtype),
+        G_grad: wp.array3d(dtype=mat33),
         c_grad: wp.array3d(dtype=dtype),
         gap_grad: wp.array2d(dtype=dtype),
         friction_grad: wp.array(dtype=dtype),
@@ -212,9 +190,14 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
             for ii in range(NC):
                 i = NC - 1 - ii
                 # recompute the forward update (it, i)
-                Gii = _block(G, e, i, i) + compliance
+                Gii = G[e, i, i] + compliance
                 p = history[e, it, i]
-                w = _residual(G, Gii, target, history, weight, e, it, i)
+                w = target[e, i] + Gii * p
+                for j in range(NC):
+                    if j < i:
+                        w = w + G[e, i, j] * history[e, it + 1, j] * weight[e, j]
+                    elif j > i:
+                        w = w + G[e, i, j] * history[e, it, j] * weight[e, j]
                 pn_raw = p[0] - relaxation * w[0] / Gii[0, 0]
                 pn = wp.max(pn_raw, zero)
                 dn = pn - p[0]
@@ -319,33 +302,34 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
                 # w = target_i + Gii p + sum_j weight_j G_ij P_j
                 adj_target[e, i] = adj_target[e, i] + adj_w
                 adj_G = adj_G + wp.outer(adj_w, p)
-                _add_block(G_grad, e, i, i, adj_G)
+                G_grad[e, i, i] = G_grad[e, i, i] + adj_G
                 adj_p = vec3(adj_p0, adj_p1, adj_p2) + wp.transpose(Gii) * adj_w
                 adj_history[e, it, i] = adj_history[e, it, i] + adj_p
                 for j2 in range(NC):
                     if j2 != i:
-                        Gij = _block(G, e, i, j2)
+                        Gij = G[e, i, j2]
                         pj = history[e, it, j2]
                         if j2 < i:
                             pj = history[e, it + 1, j2]
                         wj = weight[e, j2]
-                        _add_block(G_grad, e, i, j2, wp.outer(adj_w, pj) * wj)
-                        adj_weight[e, j2] = adj_weight[e, j2] + wp.dot(adj_w, Gij * pj)
-                        adj_pj = wp.transpose(Gij) * adj_w * wj
+                        G_grad[e, i, j2] = G_grad[e, i, j2] + wp.outer(adj_w, pj) * wj
+                        gt_adj_w = wp.transpose(Gij) * adj_w
+                        adj_weight[e, j2] = adj_weight[e, j2] + wp.dot(gt_adj_w, pj)
+                        adj_pj = gt_adj_w * wj
                         if j2 < i:
                             adj_history[e, it + 1, j2] = adj_history[e, it + 1, j2] + adj_pj
                         else:
                             adj_history[e, it, j2] = adj_history[e, it, j2] + adj_pj
         # initial guess P0_i = proj(-(G_ii + R)^-1 target_i)
         for i1 in range(NC):
-            M = _block(G, e, i1, i1) + compliance
+            M = G[e, i1, i1] + compliance
             Minv = wp.inverse(M)
             x_init = -(Minv * target[e, i1])
             adj_x, amu_0 = _project_adjoint(x_init, mu, adj_history[e, 0, i1])
             adj_mu += amu_0
             g_vec = wp.transpose(Minv) * adj_x
             adj_target[e, i1] = adj_target[e, i1] - g_vec
-            _add_block(G_grad, e, i1, i1, -wp.outer(g_vec, x_init))
+            G_grad[e, i1, i1] = G_grad[e, i1, i1] - wp.outer(g_vec, x_init)
         # target_i = c_i + (push(g_i), 0, 0);  weight_i = sigma(g_i)
         for i0 in range(NC):
             a_t = adj_target[e, i0]
