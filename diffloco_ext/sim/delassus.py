@@ -70,21 +70,6 @@ def delassus_kernels(dtype):
                     G[e, fb, fa] = wp.transpose(block)
 
     @wp.kernel(enable_backward=False)
-    def lower_solve(L: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32), W: wp.array3d(dtype=vec3),
-                    Y: wp.array3d(dtype=vec3)):
-        """``Y[:, f] = L^-1 W[:, f]`` (ancestors first); ``Y`` [N, nv, F] vec3 has the memory layout of the dense
-        [N, nv, 3F] ``H^-1 J^T``."""
-        e, f = wp.tid()
-        n = L.shape[1]
-        for k in range(n):
-            s = W[e, k, f]
-            i = dof_parent[k]
-            while i != -1:
-                s = s - Y[e, i, f] * L[e, k, i]
-                i = dof_parent[i]
-            Y[e, k, f] = s / L[e, k, k]
-
-    @wp.kernel(enable_backward=False)
     def impulse_response(L: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32),
                          foot_path_start: wp.array(dtype=wp.int32), foot_path: wp.array(dtype=wp.int32),
                          W: wp.array3d(dtype=vec3), P: wp.array3d(dtype=dtype), u_free: wp.array2d(dtype=dtype),
@@ -148,14 +133,35 @@ def delassus_kernels(dtype):
         if has_H != 0:
             _subtract_outer_lower(H_grad, dof_parent, b_bar, du, e)
 
-    return half_solve_gram, lower_solve, impulse_response, impulse_response_adjoint
+    return half_solve_gram, impulse_response, impulse_response_adjoint
+
+
+@functools.cache
+def lower_solve_kernel(dtype, width: int):
+    """``Y = L^-1 W`` for ``W``, ``Y`` [N, n] rows of ``width`` entries (all contact columns of a DOF in one vector:
+    the solve runs once per environment, vectorised across the columns)."""
+    row = wp.types.vector(width, dtype)
+
+    @wp.kernel(enable_backward=False)
+    def lower_solve(L: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32), W: wp.array2d(dtype=row),
+                    Y: wp.array2d(dtype=row)):
+        e = wp.tid()
+        for k in range(L.shape[1]):  # ancestors first
+            s = W[e, k]
+            i = dof_parent[k]
+            while i != -1:
+                s = s - Y[e, i] * L[e, k, i]
+                i = dof_parent[i]
+            Y[e, k] = s / L[e, k, k]
+
+    return lower_solve
 
 
 def delassus(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_start: wp.array, foot_path: wp.array,
              J: wp.array, W: wp.array, G: wp.array, tape: wp.Tape | None = None) -> None:
     """``G = J H^-1 J^T`` as [N, F, F] 3x3 blocks for contact rows ``J`` [N, C = 3F, nv] (``W`` [N, nv, F] vec3,
     zeroed scratch)."""
-    half_solve_gram, lower_solve = delassus_kernels(H.dtype)[:2]
+    half_solve_gram = delassus_kernels(H.dtype)[0]
     N, C, nv = J.shape
     wp.launch(half_solve_gram, dim=N, inputs=[L, foot_path_start, foot_path, J, W, G], device=J.device,
               record_tape=False)
@@ -165,8 +171,11 @@ def delassus(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_start: wp
     def backward() -> None:
         if G.grad is None:
             return
-        Y = wp.empty(W.shape, dtype=W.dtype, device=J.device)
-        wp.launch(lower_solve, dim=(N, C // 3), inputs=[L, dof_parent, W, Y], device=J.device, record_tape=False)
+        lower_solve = lower_solve_kernel(H.dtype, C)
+        row = wp.types.vector(C, H.dtype)
+        W_rows = wp.array(ptr=W.ptr, shape=(N, nv), dtype=row, device=W.device)  # [N, nv, F] vec3, same memory
+        Y = wp.empty((N, nv), dtype=row, device=J.device)
+        wp.launch(lower_solve, dim=N, inputs=[L, dof_parent, W_rows, Y], device=J.device, record_tape=False)
         Y_t = wp.to_torch(Y).reshape(N, nv, C)
         G_bar = wp.to_torch(G.grad).permute(0, 1, 3, 2, 4).reshape(N, C, C)  # blocks [N, F, F, 3, 3] -> [N, C, C]
         T = torch.bmm(G_bar + G_bar.transpose(1, 2), Y_t.transpose(1, 2))
@@ -188,7 +197,7 @@ def impulse_response(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_s
     :func:`delassus`, and the velocity after the impulses ``u_out = u_free + du`` [N, nv]. Backward
     (``b_bar = H^-1 u_out_bar``): ``u_free_bar += u_out_bar``, ``P_bar += J b_bar``, ``J_bar += P b_bar^T``,
     ``H_bar -= b_bar du^T`` folded onto the lower triangle."""
-    forward, adjoint = delassus_kernels(H.dtype)[2:]
+    forward, adjoint = delassus_kernels(H.dtype)[1:]
     N = J.shape[0]
     wp.launch(forward, dim=N, inputs=[L, dof_parent, foot_path_start, foot_path, W, P, u_free, du, u_out],
               device=J.device, record_tape=False)
