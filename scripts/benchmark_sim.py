@@ -94,7 +94,7 @@ def forward_backward_env_steps_per_s(sim: Simulator, steps: int) -> tuple[float,
         elapsed = time.perf_counter() - start
         if round_index > 0:
             best = min(best, elapsed)
-    step_bytes = StepData.allocate(model, requires_grad=True, contact=sim.contact).nbytes() * 2  # values + grads
+    step_bytes = StepData.allocate(model, requires_grad=True, contact=sim.contact).nbytes()  # values + grads
     return model.num_envs * steps / best, step_bytes * steps / 2**20
 
 

@@ -214,4 +214,4 @@ def impulse_response(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_s
             u_free.grad if has[0] else u_out.grad, P.grad if has[1] else P, J.grad if has[2] else J,
             H.grad if has[3] else H, *(int(h) for h in has)])
 
-    tape.record_func(backward=backward, arrays=[H, J, P, u_free, du, u_out])
+    tape.record_func(backward=backward, arrays=[H, J, P, u_free, u_out])

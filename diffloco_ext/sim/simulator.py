@@ -42,10 +42,17 @@ from .warp_setup import warp_types
 ACCUMULATORS = ("composite_m", "composite_h", "composite_J", "H", "subtree_force_ang", "subtree_force_lin", "J", "W")
 
 
+#: Intermediates that only hand-written adjoints read, as values: they need no gradient array (nothing is
+#: zeroed or kept for them on a tape).
+VALUES_ONLY = ("L", "body_acc_ang", "body_acc_lin", "body_force_ang", "body_force_lin", "composite_m", "composite_h",
+               "composite_J", "W", "history", "target", "weight", "du_contact")
+
+
 def _alloc(model: Model, shapes: dict, requires_grad: bool) -> dict:
     def make(name, shape, dtype):
         factory = wp.zeros if name in ACCUMULATORS else wp.empty
-        return factory(shape, dtype=dtype, device=model.device, requires_grad=requires_grad)
+        return factory(shape, dtype=dtype, device=model.device,
+                       requires_grad=requires_grad and name not in VALUES_ONLY)
 
     return {name: make(name, shape, dtype) for name, (shape, dtype) in shapes.items()}
 
@@ -166,6 +173,7 @@ class StepData:
                     getattr(group, name).zero_()
 
     def nbytes(self) -> int:
+        """Bytes held by the step's arrays and their gradient arrays."""
         total = 0
         for group in (self, self.kin, self.contact):
             if group is None:
@@ -173,7 +181,7 @@ class StepData:
             for f in fields(group):
                 value = getattr(group, f.name)
                 if isinstance(value, wp.array):
-                    total += value.capacity
+                    total += value.capacity + (value.grad.capacity if value.grad is not None else 0)
         return total
 
 

@@ -9,9 +9,9 @@ torch's autograd chains the steps, so gradients flow through whole rollouts, to 
 and the model parameters exposed by :meth:`~TorchSimulator.parameters` (zero-copy views of the Warp arrays:
 writing into them, e.g. for domain randomisation, changes the model).
 
-Memory: a step kept for backward holds its :class:`~.simulator.StepData` with gradients (``StepData.nbytes``
-times two: about 13 KB per environment for ANYmal without contact, 20 KB with contact, in float32) until torch
-frees the graph; a T-step rollout holds T of them.
+Memory: a step kept for backward holds its :class:`~.simulator.StepData` with gradient arrays where a gradient
+flows (``StepData.nbytes``: about 11 KB per environment for ANYmal without contact, 16 KB with contact, in
+float32) until torch frees the graph; a T-step rollout holds T of them.
 """
 
 from __future__ import annotations
