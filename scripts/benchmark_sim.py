@@ -1,9 +1,16 @@
 """Simulator throughput beside MuJoCo C on the same exported model, in the same process.
 
-Prints env-steps/s of our Warp simulator, forward only and forward + backward (a differentiable rollout
-through the torch bridge, then ``backward``), for each ``--num-envs``, next to MuJoCo stepping the exported
-model (one env, same dt, PD position actuators holding the same pose; contacts disabled for ``--contact none``,
-else the robot stands on MuJoCo's floor), and the ratios.
+Prints env-steps/s of our Warp simulator for each ``--num-envs``:
+
+* step: ``Simulator.step`` alone, next to MuJoCo stepping the exported model (one env, same dt, PD position
+  actuators holding the same pose; contacts disabled for ``--contact none``, else the robot stands on MuJoCo's
+  floor);
+* rollout fwd: a rollout through the torch bridge giving what tasks read every step (next state, foot
+  positions and velocities), without gradients;
+* rollout fwd+bwd: the same rollout recording the tape, then ``backward`` of a loss on its outputs.
+
+``fwd+bwd/fwd`` is the cost of the gradient: the two rollouts compute the same outputs. ``fwd+bwd/step`` is the
+stricter ratio against the bare step (which skips the foot kinematics at the new state).
 
     python scripts/benchmark_sim.py --robot anymal_d --num-envs 1 64 1024 4096 --steps 32 --device cpu
     python scripts/benchmark_sim.py --contact smoothed
@@ -72,9 +79,10 @@ def forward_env_steps_per_s(sim: Simulator, steps: int, repeats: int = 3) -> flo
     return sim.model.num_envs * steps / best
 
 
-def forward_backward_env_steps_per_s(sim: Simulator, steps: int) -> tuple[float, float]:
-    """Rollout of ``steps`` steps with the graph kept, then backward; best of 3 after a warm-up round.
-    Returns (env-steps/s, MiB held by the rollout's tape)."""
+def rollout_env_steps_per_s(sim: Simulator, steps: int, backward: bool) -> float:
+    """A ``steps``-step rollout through the torch bridge (next state and foot positions every step, as tasks use
+    them), then ``backward`` of a loss on them if asked; without it the same rollout runs under ``no_grad``
+    (the bridge then records no tape). Best of 3 after a warm-up round (which compiles the adjoint kernels)."""
     bridge = TorchSimulator(sim)
     model = sim.model
     q0 = torch.tensor(model.default_q(), device=bridge.device)
@@ -82,20 +90,27 @@ def forward_backward_env_steps_per_s(sim: Simulator, steps: int) -> tuple[float,
     target = torch.tensor(np.tile(model.default_joint_pos, (model.num_envs, 1)), device=bridge.device,
                           requires_grad=True)
     best = float("inf")
-    for round_index in range(4):  # the first round compiles the adjoint kernels
+    for round_index in range(4):
         start = time.perf_counter()
-        q, u = q0, u0
-        loss = 0.0
-        for _ in range(steps):
-            q, u, foot_pos = bridge.step(q, u, target)[:3]
-            loss = loss + q[:, 2].sum() + foot_pos[..., 2].sum()
-        loss.backward()
+        with torch.set_grad_enabled(backward):
+            q, u = q0, u0
+            loss = 0.0
+            for _ in range(steps):
+                q, u, foot_pos = bridge.step(q, u, target)[:3]
+                loss = loss + q[:, 2].sum() + foot_pos[..., 2].sum()
+            if backward:
+                loss.backward()
         wp.synchronize()
         elapsed = time.perf_counter() - start
         if round_index > 0:
             best = min(best, elapsed)
-    step_bytes = StepData.allocate(model, requires_grad=True, contact=sim.contact).nbytes()  # values + grads
-    return model.num_envs * steps / best, step_bytes * steps / 2**20
+    return model.num_envs * steps / best
+
+
+def tape_mib(sim: Simulator, steps: int) -> float:
+    """MiB a ``steps``-step differentiable rollout keeps for its backward pass (values and gradient arrays)."""
+    step_bytes = StepData.allocate(sim.model, requires_grad=True, contact=sim.contact).nbytes()
+    return step_bytes * steps / 2**20
 
 
 def profile_stages(sim: Simulator, repeats: int = 10) -> list[tuple[str, float]]:
@@ -142,16 +157,20 @@ def main() -> None:
     mj = mujoco_steps_per_s(robot, args.dt, contact=args.contact != "none")
     print(f"robot {robot.name}, dt {args.dt} s, {args.dtype}, device {args.device}, contact: {args.contact}")
     print(f"MuJoCo C (1 env, {'on its floor' if args.contact != 'none' else 'contacts disabled'}): {mj:,.0f} steps/s")
-    print(f"{'envs':>6} {'fwd env-steps/s':>16} {'x MuJoCo':>9} {'fwd+bwd env-steps/s':>20} {'bwd cost':>9} "
-          f"{'tape MiB':>9}")
+    print(f"{'envs':>6} {'step env-steps/s':>17} {'x MuJoCo':>9} {'rollout fwd':>12} {'rollout fwd+bwd':>16} "
+          f"{'fwd+bwd/fwd':>12} {'fwd+bwd/step':>13} {'tape MiB':>9}")
     rows = []
     for n in args.num_envs:
         sim = Simulator(build_model(robot, n, device=args.device, dtype=args.dtype), dt=args.dt, contact=args.contact)
         fwd = forward_env_steps_per_s(sim, args.steps)
-        fb, mib = (float("nan"), float("nan")) if args.no_backward else forward_backward_env_steps_per_s(sim, args.steps)
-        rows.append(dict(num_envs=n, fwd_env_steps_per_s=fwd, fwd_bwd_env_steps_per_s=fb,
-                         fwd_over_mujoco=fwd / mj, fwd_bwd_time_over_fwd=fwd / fb, tape_mib=mib))
-        print(f"{n:>6} {fwd:>16,.0f} {fwd / mj:>9.2f} {fb:>20,.0f} {fwd / fb:>8.2f}x {mib:>9.1f}")
+        roll = rollout_env_steps_per_s(sim, args.steps, backward=False)
+        fb = float("nan") if args.no_backward else rollout_env_steps_per_s(sim, args.steps, backward=True)
+        mib = tape_mib(sim, args.steps)
+        rows.append(dict(num_envs=n, fwd_env_steps_per_s=fwd, fwd_rollout_env_steps_per_s=roll,
+                         fwd_bwd_env_steps_per_s=fb, fwd_over_mujoco=fwd / mj, fwd_bwd_time_over_fwd=roll / fb,
+                         fwd_bwd_time_over_step=fwd / fb, tape_mib=mib))
+        print(f"{n:>6} {fwd:>17,.0f} {fwd / mj:>9.2f} {roll:>12,.0f} {fb:>16,.0f} {roll / fb:>11.2f}x "
+              f"{fwd / fb:>12.2f}x {mib:>9.1f}")
     if args.profile:
         sim = Simulator(build_model(robot, args.num_envs[-1], device=args.device, dtype=args.dtype), dt=args.dt,
                         contact=args.contact)
@@ -164,7 +183,9 @@ def main() -> None:
     if args.json:
         print(json.dumps(dict(robot=robot.name, device=args.device, dtype=args.dtype, dt=args.dt, contact=args.contact,
                               mujoco_env_steps_per_s=mj, fwd_env_steps_per_s=best["fwd_env_steps_per_s"],
-                              fwd_bwd_env_steps_per_s=best["fwd_bwd_env_steps_per_s"], rows=rows)))
+                              fwd_rollout_env_steps_per_s=best["fwd_rollout_env_steps_per_s"],
+                              fwd_bwd_env_steps_per_s=best["fwd_bwd_env_steps_per_s"],
+                              fwd_bwd_time_over_fwd=best["fwd_bwd_time_over_fwd"], rows=rows)))
 
 
 if __name__ == "__main__":
