@@ -1,8 +1,8 @@
 """Stage: projected Gauss-Seidel on the contact impulses, and its hand-written reverse sweep.
 
 The forward solve is described in :mod:`.contact` (modes, weights, projection, step sizes). Every iterate is
-written once into ``history`` [N, iterations + 1, F]; the backward pass walks the sweeps in reverse over these
-stored iterates, recomputing each contact update's intermediates and applying the chain rule by hand (the
+written once into ``history`` [N, iterations + 1, F] (and, when taped, every residual into ``residual``); the
+backward pass walks the sweeps in reverse over these stored values, recomputing each contact update's intermediates and applying the chain rule by hand (the
 derivatives of the projection, the tangential sub-steps, the step sizes and the residual). Warp's automatic
 adjoint of the same loop was exact but took 8x the forward time; this one is checked against float64 central
 finite differences through the whole step (``tests/sim/test_contact_gradients.py``).
@@ -72,6 +72,8 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
         target: wp.array2d(dtype=vec3),
         history: wp.array3d(dtype=vec3),
         impulse: wp.array3d(dtype=dtype),
+        residual: wp.array3d(dtype=vec3),
+        keep_residual: int,
     ):
         """Impulses per contact: ``history`` [N, iterations + 1, F] holds every iterate (written once).
 
@@ -99,6 +101,8 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
                         w = w + G[e, i, j] * history[e, it + 1, j] * weight[e, j]
                     elif j > i:
                         w = w + G[e, i, j] * history[e, it, j] * weight[e, j]
+                if keep_residual != 0:
+                    residual[e, it, i] = w
                 # normal first, then the tangential pair with the residual updated by the new normal impulse
                 pn = wp.max(p[0] - relaxation * w[0] / Gii[0, 0], zero)
                 dn = pn - p[0]
@@ -165,6 +169,7 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
         weight: wp.array2d(dtype=dtype),
         target: wp.array2d(dtype=vec3),
         history: wp.array3d(dtype=vec3),
+        residual: wp.array3d(dtype=vec3),
         impulse_grad: wp.array3d(dtype=dtype),
         adj_history: wp.array3d(dtype=vec3),
         adj_target: wp.array2d(dtype=vec3),
@@ -192,12 +197,7 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
                 # recompute the forward update (it, i)
                 Gii = G[e, i, i] + compliance
                 p = history[e, it, i]
-                w = target[e, i] + Gii * p
-                for j in range(NC):
-                    if j < i:
-                        w = w + G[e, i, j] * history[e, it + 1, j] * weight[e, j]
-                    elif j > i:
-                        w = w + G[e, i, j] * history[e, it, j] * weight[e, j]
+                w = residual[e, it, i]
                 pn_raw = p[0] - relaxation * w[0] / Gii[0, 0]
                 pn = wp.max(pn_raw, zero)
                 dn = pn - p[0]
@@ -352,9 +352,12 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
     return projected_gauss_seidel, projected_gauss_seidel_adjoint
 
 
-def projected_gauss_seidel(model, params, dt: float, G, c, gap, weight, target, history, impulse,
+def projected_gauss_seidel(model, params, dt: float, G, c, gap, weight, target, history, residual, impulse,
                            tape: wp.Tape | None = None) -> None:
-    """Contact impulses [N, 3F, 1] (see :mod:`.contact`); records the reverse sweep on ``tape`` when given."""
+    """Contact impulses [N, 3F, 1] (see :mod:`.contact`); records the reverse sweep on ``tape`` when given.
+
+    ``history`` [N, iterations + 1, F] receives every iterate; with a ``tape``, ``residual`` [N, iterations, F]
+    receives the residual of every contact update (both kept for the reverse sweep)."""
     dtype = model.dtype
     N, F = model.num_envs, model.num_feet
     forward, adjoint = gauss_seidel_kernels(dtype, F)
@@ -362,8 +365,9 @@ def projected_gauss_seidel(model, params, dt: float, G, c, gap, weight, target, 
     scalars = [weight_mode, dtype(params.kappa), dtype(params.col_height), int(params.iterations), dtype(gap_rate),
                dtype(gap_offset), dtype(max_push), dtype(compliance_n), dtype(compliance_t),
                dtype(params.relaxation)]
-    wp.launch(forward, dim=N, inputs=[G, c, gap, model.friction, *scalars, weight, target, history, impulse],
-              device=model.device, record_tape=False)
+    vec3 = warp_types(dtype).vec3
+    wp.launch(forward, dim=N, inputs=[G, c, gap, model.friction, *scalars, weight, target, history, impulse,
+                                      residual, int(tape is not None)], device=model.device, record_tape=False)
     if tape is None:
         return
 
@@ -371,7 +375,6 @@ def projected_gauss_seidel(model, params, dt: float, G, c, gap, weight, target, 
         if impulse.grad is None:
             return
         kw = dict(dtype=dtype, device=model.device)
-        vec3 = warp_types(dtype).vec3
         adj_history = wp.zeros(history.shape, dtype=vec3, device=model.device)
         adj_target = wp.zeros((N, F), dtype=vec3, device=model.device)
         adj_weight = wp.zeros((N, F), **kw)
@@ -380,7 +383,7 @@ def projected_gauss_seidel(model, params, dt: float, G, c, gap, weight, target, 
             return array.grad if array.requires_grad and array.grad is not None else wp.zeros(shape, **kw)
 
         wp.launch(adjoint, dim=N, inputs=[
-            G, gap, model.friction, *scalars, weight, target, history, impulse.grad, adj_history, adj_target,
+            G, gap, model.friction, *scalars, weight, target, history, residual, impulse.grad, adj_history, adj_target,
             adj_weight, grad_of(G, G.shape), grad_of(c, c.shape), grad_of(gap, gap.shape),
             grad_of(model.friction, model.friction.shape)], device=model.device, record_tape=False)
 

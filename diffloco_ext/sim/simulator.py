@@ -45,7 +45,7 @@ ACCUMULATORS = ("composite_m", "composite_h", "composite_J", "H", "subtree_force
 #: Intermediates that only hand-written adjoints read, as values: they need no gradient array (nothing is
 #: zeroed or kept for them on a tape).
 VALUES_ONLY = ("L", "body_acc_ang", "body_acc_lin", "body_force_ang", "body_force_lin", "composite_m", "composite_h",
-               "composite_J", "W", "history", "target", "weight", "du_contact")
+               "composite_J", "W", "history", "residual", "target", "weight", "du_contact")
 
 
 def _alloc(model: Model, shapes: dict, requires_grad: bool) -> dict:
@@ -94,6 +94,7 @@ class ContactData:
     weight: wp.array  # [N, F] smoothing weight / contact state
     target: wp.array  # [N, F] vec3 free contact velocity with penetration stabilisation (m/s)
     history: wp.array  # [N, iterations + 1, F] vec3 PGS iterates
+    residual: wp.array  # [N, iterations, F] vec3 PGS residuals (written when taped)
     impulse: wp.array  # [N, C, 1] applied impulses in the contact frames (N s)
     du_contact: wp.array  # [N, nv, 1]
     force: wp.array  # [N, F] vec3 mean contact force over the step, world frame (N)
@@ -106,8 +107,8 @@ class ContactData:
         shapes = {
             "gap": ((N, F), s), "frame": ((N, F, 3), t.vec3), "J": ((N, C, nv), s),
             "u_free": ((N, nv), s), "c": ((N, C, 1), s), "W": ((N, nv, F), t.vec3), "G": ((N, F, F), t.mat33),
-            
             "weight": ((N, F), s), "target": ((N, F), t.vec3), "history": ((N, params.iterations + 1, F), t.vec3),
+            "residual": ((N, params.iterations, F), t.vec3),
             "impulse": ((N, C, 1), s), "du_contact": ((N, nv, 1), s), "force": ((N, F), t.vec3),
         }
         return cls(**_alloc(model, shapes, requires_grad))
@@ -292,8 +293,8 @@ class Simulator:
             m.foot_radius, m.ancestor_start, m.ancestor_index, m.ground_height, cd.gap, cd.frame, cd.J])
         contact_velocity(s.u, d.du, cd.J, m.foot_path_start, m.foot_path, cd.u_free, cd.c, tape)
         delassus(d.H, d.L, m.dof_parent, m.foot_path_start, m.foot_path, cd.J, cd.W, cd.G, tape)
-        projected_gauss_seidel(m, p, self.dt, cd.G, cd.c, cd.gap, cd.weight, cd.target, cd.history, cd.impulse,
-                               tape)
+        projected_gauss_seidel(m, p, self.dt, cd.G, cd.c, cd.gap, cd.weight, cd.target, cd.history, cd.residual,
+                               cd.impulse, tape)
         impulse_response(d.H, d.L, m.dof_parent, m.foot_path_start, m.foot_path, cd.J, cd.W, cd.impulse,
                          cd.u_free, cd.du_contact, d.u_new, tape)
         self._launch(self._contact_force, (N, F), [cd.impulse, cd.frame, self._scalar(1.0 / self.dt), cd.force])

@@ -43,9 +43,10 @@ def solve(params, G, c, gap, mu, weights, tape=None):
                             friction=wp.array(mu, dtype=dtype, requires_grad=grad))
     out = dict(weight=wp.zeros((N, F), dtype=dtype), target=wp.zeros((N, F), dtype=vec3),
                history=wp.zeros((N, params.iterations + 1, F), dtype=vec3),
+               residual=wp.zeros((N, params.iterations, F), dtype=vec3),
                impulse=wp.zeros((N, C, 1), dtype=dtype, requires_grad=grad))
     projected_gauss_seidel(model, params, 0.005, arrays["G"], arrays["c"], arrays["gap"], out["weight"],
-                           out["target"], out["history"], out["impulse"], tape)
+                           out["target"], out["history"], out["residual"], out["impulse"], tape)
     value = float((out["impulse"].numpy() * weights).sum())
     return value, arrays, model, out
 
