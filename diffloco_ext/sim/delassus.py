@@ -8,10 +8,10 @@ hundred operations per environment instead of a dense solve with every contact r
 Backward pass (``Y = H^-1 J^T = L^-1 W``, computed only there): for ``G = J H^-1 J^T``, with
 ``T = (G_bar + G_bar^T) Y^T``,
 
-    J_bar += T          H_bar -= Y G_bar Y^T, folded onto H's lower triangle: tril(Y T) with half its diagonal
+    J_bar += T          H_bar -= Y G_bar Y^T, taken symmetrised: Y T / 2
 
-the lower-triangle rule being the one of :mod:`.cholesky` (the factorisation reads only that triangle). The two
-dense products are batched torch products on zero-copy views of the Warp arrays.
+(a symmetric ``H_bar`` gives the same gradient upstream, see :mod:`.cholesky`). The two dense products are
+batched torch products on zero-copy views of the Warp arrays.
 
 :func:`impulse_response` reuses ``W`` for the velocity after the contact impulses,
 ``u_E = u_free + H^-1 J^T P = u_free + L^-1 W P``.
@@ -22,15 +22,17 @@ import functools
 import torch
 import warp as wp
 
-from .cholesky import cholesky_funcs
+from .cholesky import as_rows, cholesky_funcs, outer_update_func
 from .warp_setup import warp_types
 
 
 @functools.cache
-def delassus_kernels(dtype):
+def delassus_kernels(dtype, nv: int):
     vec3 = warp_types(dtype).vec3
     mat33 = warp_types(dtype).mat33
-    _solve_in_place, _subtract_outer_lower = cholesky_funcs(dtype)
+    row = wp.types.vector(nv, dtype)
+    _solve_in_place = cholesky_funcs(dtype)
+    _subtract_outer = outer_update_func(dtype, nv)
 
     @wp.kernel(enable_backward=False)
     def half_solve_gram(
@@ -99,14 +101,14 @@ def delassus_kernels(dtype):
     def impulse_response_adjoint(L: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32),
                                  foot_path_start: wp.array(dtype=wp.int32), foot_path: wp.array(dtype=wp.int32),
                                  J: wp.array3d(dtype=dtype), P: wp.array3d(dtype=dtype),
-                                 du: wp.array3d(dtype=dtype), u_out_grad: wp.array2d(dtype=dtype),
+                                 du: wp.array(dtype=row), u_out_grad: wp.array2d(dtype=dtype),
                                  b_bar: wp.array3d(dtype=dtype), u_free_grad: wp.array2d(dtype=dtype),
                                  P_grad: wp.array3d(dtype=dtype), J_grad: wp.array3d(dtype=dtype),
-                                 H_grad: wp.array3d(dtype=dtype), has_free: int, has_P: int, has_J: int,
+                                 H_grad: wp.array2d(dtype=row), has_free: int, has_P: int, has_J: int,
                                  has_H: int):
         """For one environment: ``b_bar = H^-1 u_out_bar`` (scratch), ``u_free_bar += u_out_bar``,
         ``P_bar += J b_bar`` and ``J_bar += P b_bar^T`` along the foot paths (``J``'s other entries are structural
-        zeros), ``H_bar -= b_bar du^T`` folded onto the lower triangle."""
+        zeros), ``H_bar -= b_bar du^T`` (``du`` and ``H_grad`` as rows, see :mod:`.cholesky`)."""
         e = wp.tid()
         n = L.shape[1]
         for k in range(n):
@@ -131,7 +133,7 @@ def delassus_kernels(dtype):
                 P_grad[e, 3 * f + 1, 0] = P_grad[e, 3 * f + 1, 0] + acc[1]
                 P_grad[e, 3 * f + 2, 0] = P_grad[e, 3 * f + 2, 0] + acc[2]
         if has_H != 0:
-            _subtract_outer_lower(H_grad, dof_parent, b_bar, du, e)
+            _subtract_outer(H_grad, b_bar, du, e)
 
     return half_solve_gram, impulse_response, impulse_response_adjoint
 
@@ -161,7 +163,7 @@ def delassus(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_start: wp
              J: wp.array, W: wp.array, G: wp.array, tape: wp.Tape | None = None) -> None:
     """``G = J H^-1 J^T`` as [N, F, F] 3x3 blocks for contact rows ``J`` [N, C = 3F, nv] (``W`` [N, nv, F] vec3,
     zeroed scratch)."""
-    half_solve_gram = delassus_kernels(H.dtype)[0]
+    half_solve_gram = delassus_kernels(H.dtype, H.shape[1])[0]
     N, C, nv = J.shape
     wp.launch(half_solve_gram, dim=N, inputs=[L, foot_path_start, foot_path, J, W, G], device=J.device,
               record_tape=False)
@@ -182,10 +184,8 @@ def delassus(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_start: wp
         if J.requires_grad and J.grad is not None:
             wp.to_torch(J.grad).add_(T)
         if H.requires_grad and H.grad is not None:
-            M = torch.bmm(Y_t, T)  # = Y (G_bar + G_bar^T) Y^T, symmetric
-            H_bar = wp.to_torch(H.grad)
-            H_bar.sub_(M.tril_())
-            H_bar.diagonal(dim1=1, dim2=2).add_(M.diagonal(dim1=1, dim2=2), alpha=0.5)
+            # -Y G_bar Y^T symmetrised (same gradient upstream, see :mod:`.cholesky`)
+            wp.to_torch(H.grad).sub_(torch.bmm(Y_t, T), alpha=0.5)
 
     tape.record_func(backward=backward, arrays=[H, J, G])
 
@@ -197,7 +197,7 @@ def impulse_response(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_s
     :func:`delassus`, and the velocity after the impulses ``u_out = u_free + du`` [N, nv]. Backward
     (``b_bar = H^-1 u_out_bar``): ``u_free_bar += u_out_bar``, ``P_bar += J b_bar``, ``J_bar += P b_bar^T``,
     ``H_bar -= b_bar du^T`` folded onto the lower triangle."""
-    forward, adjoint = delassus_kernels(H.dtype)[1:]
+    forward, adjoint = delassus_kernels(H.dtype, H.shape[1])[1:]
     N = J.shape[0]
     wp.launch(forward, dim=N, inputs=[L, dof_parent, foot_path_start, foot_path, W, P, u_free, du, u_out],
               device=J.device, record_tape=False)
@@ -210,8 +210,8 @@ def impulse_response(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_s
         b_bar = wp.empty_like(du, requires_grad=False)
         has = [a.requires_grad and a.grad is not None for a in (u_free, P, J, H)]
         wp.launch(adjoint, dim=N, device=J.device, record_tape=False, inputs=[
-            L, dof_parent, foot_path_start, foot_path, J, P, du, u_out.grad, b_bar,
+            L, dof_parent, foot_path_start, foot_path, J, P, as_rows(du), u_out.grad, b_bar,
             u_free.grad if has[0] else u_out.grad, P.grad if has[1] else P, J.grad if has[2] else J,
-            H.grad if has[3] else H, *(int(h) for h in has)])
+            as_rows(H.grad if has[3] else H), *(int(h) for h in has)])
 
     tape.record_func(backward=backward, arrays=[H, J, P, u_free, u_out])

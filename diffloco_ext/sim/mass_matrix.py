@@ -81,9 +81,11 @@ def mass_matrix_kernels(dtype):
         for kb in range(6):
             nb, fb = inertia_times_motion(composite_m[e, 0], composite_h[e, 0], composite_J[e, 0],
                                           dof_ang[e, kb], dof_lin[e, kb])
-            for lb in range(6):
+            for lb in range(kb, 6):  # one value for both triangles: H is symmetric for any inertia given
                 if fixed_base == 0:
-                    H[e, lb, kb] = motion_dot_force(dof_ang[e, lb], dof_lin[e, lb], nb, fb)
+                    value = motion_dot_force(dof_ang[e, lb], dof_lin[e, lb], nb, fb)
+                    H[e, lb, kb] = value
+                    H[e, kb, lb] = value
                 elif lb == kb:
                     H[e, lb, kb] = dtype(1.0)
         for b in range(1, composite_m.shape[1]):
@@ -151,8 +153,10 @@ def mass_matrix_kernels(dtype):
                 nb, fb = inertia_times_motion(composite_m[e, 0], composite_h[e, 0], composite_J[e, 0], sw, sv)
                 adj_nb = vec3()
                 adj_fb = vec3()
-                for lb in range(6):
+                for lb in range(kb, 6):
                     g = H_grad[e, lb, kb]
+                    if lb != kb:
+                        g = g + H_grad[e, kb, lb]
                     adj_nb = adj_nb + dof_ang[e, lb] * g
                     adj_fb = adj_fb + dof_lin[e, lb] * g
                     dof_ang_grad[e, lb] = dof_ang_grad[e, lb] + nb * g
