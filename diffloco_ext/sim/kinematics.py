@@ -134,9 +134,8 @@ def kinematics_kernels(dtype):
                 adj_r, body_pos0[b])
             body_pos_grad[e, p] = body_pos_grad[e, p] + adj_r
 
-    @wp.kernel
+    @wp.kernel(enable_backward=False)
     def body_velocities(
-        q: wp.array2d(dtype=dtype),
         u: wp.array2d(dtype=dtype),
         body_parent: wp.array(dtype=wp.int32),
         body_rot: wp.array2d(dtype=mat33),
@@ -153,6 +152,48 @@ def kinematics_kernels(dtype):
             qd = u[e, 5 + b]
             body_vel_ang[e, b] = body_vel_ang[e, p] + dof_ang[e, 5 + b] * qd
             body_vel_lin[e, b] = body_vel_lin[e, p] + dof_lin[e, 5 + b] * qd
+
+    @wp.kernel(enable_backward=False)
+    def body_velocities_adjoint(
+        u: wp.array2d(dtype=dtype),
+        body_parent: wp.array(dtype=wp.int32),
+        body_rot: wp.array2d(dtype=mat33),
+        dof_ang: wp.array2d(dtype=vec3),
+        dof_lin: wp.array2d(dtype=vec3),
+        vel_ang_grad: wp.array2d(dtype=vec3),
+        vel_lin_grad: wp.array2d(dtype=vec3),
+        u_grad: wp.array2d(dtype=dtype),
+        body_rot_grad: wp.array2d(dtype=mat33),
+        dof_ang_grad: wp.array2d(dtype=vec3),
+        dof_lin_grad: wp.array2d(dtype=vec3),
+        has_u: int,
+    ):
+        """Reverse of :func:`body_velocities`, children first. The velocity adjoints are accumulated up the tree in
+        place (``vel_*_grad`` end as the adjoints of the subtree sums; they have no other reader)."""
+        e = wp.tid()
+        num_bodies = body_parent.shape[0]
+        for bb in range(num_bodies - 1):
+            b = num_bodies - 1 - bb
+            p = body_parent[b]
+            a_ang = vel_ang_grad[e, b]
+            a_lin = vel_lin_grad[e, b]
+            vel_ang_grad[e, p] = vel_ang_grad[e, p] + a_ang
+            vel_lin_grad[e, p] = vel_lin_grad[e, p] + a_lin
+            qd = u[e, 5 + b]
+            dof_ang_grad[e, 5 + b] = dof_ang_grad[e, 5 + b] + a_ang * qd
+            dof_lin_grad[e, 5 + b] = dof_lin_grad[e, 5 + b] + a_lin * qd
+            if has_u != 0:
+                u_grad[e, 5 + b] = u_grad[e, 5 + b] + wp.dot(a_ang, dof_ang[e, 5 + b]) + wp.dot(
+                    a_lin, dof_lin[e, 5 + b])
+        a_ang0 = vel_ang_grad[e, 0]
+        a_lin0 = vel_lin_grad[e, 0]
+        w = vec3(u[e, 3], u[e, 4], u[e, 5])
+        body_rot_grad[e, 0] = body_rot_grad[e, 0] + wp.outer(a_ang0, w)
+        if has_u != 0:
+            a_w = wp.transpose(body_rot[e, 0]) * a_ang0
+            for i in range(3):
+                u_grad[e, i] = u_grad[e, i] + a_lin0[i]
+                u_grad[e, 3 + i] = u_grad[e, 3 + i] + a_w[i]
 
     @wp.kernel
     def foot_kinematics(
@@ -175,12 +216,13 @@ def kinematics_kernels(dtype):
         foot_pos[e, f] = r + vec3(q[e, 0], q[e, 1], q[e, 2])
         foot_vel[e, f] = body_vel_lin[e, b] + wp.cross(body_vel_ang[e, b], r)
 
-    return base_kinematics, tree_kinematics, tree_kinematics_adjoint, body_velocities, foot_kinematics
+    return (base_kinematics, tree_kinematics, tree_kinematics_adjoint, body_velocities, body_velocities_adjoint,
+            foot_kinematics)
 
 
 def forward_kinematics(model, q: wp.array, kin, tape: wp.Tape | None = None) -> None:
     """Body poses and motion subspace of ``q`` into ``kin`` (base by Warp's tape, the tree by hand)."""
-    base, tree, tree_adjoint, _, _ = kinematics_kernels(model.dtype)
+    base, tree, tree_adjoint = kinematics_kernels(model.dtype)[:3]
     m, k = model, kin
     wp.launch(base, dim=m.num_envs, device=m.device, inputs=[q, k.body_rot, k.body_pos, k.dof_ang, k.dof_lin])
     wp.launch(tree, dim=m.num_envs, device=m.device, record_tape=False,
@@ -198,3 +240,24 @@ def forward_kinematics(model, q: wp.array, kin, tape: wp.Tape | None = None) -> 
                           k.body_rot.grad, k.body_pos.grad, k.dof_ang.grad, k.dof_lin.grad, q_grad])
 
     tape.record_func(backward=backward, arrays=[k.body_rot, k.body_pos, k.dof_ang, k.dof_lin])
+
+
+def body_velocities(model, u: wp.array, kin, tape: wp.Tape | None = None) -> None:
+    """Spatial velocities of every body at ``u`` into ``kin`` (needs its poses and motion subspace); the hand-written
+    reverse is recorded on ``tape`` when given."""
+    forward, adjoint = kinematics_kernels(model.dtype)[3:5]
+    m, k = model, kin
+    wp.launch(forward, dim=m.num_envs, device=m.device, record_tape=False,
+              inputs=[u, m.body_parent, k.body_rot, k.dof_ang, k.dof_lin, k.body_vel_ang, k.body_vel_lin])
+    if tape is None:
+        return
+
+    def backward() -> None:
+        if k.body_vel_ang.grad is None:
+            return
+        has_u = u.requires_grad and u.grad is not None
+        wp.launch(adjoint, dim=m.num_envs, device=m.device, record_tape=False, inputs=[
+            u, m.body_parent, k.body_rot, k.dof_ang, k.dof_lin, k.body_vel_ang.grad, k.body_vel_lin.grad,
+            u.grad if has_u else u, k.body_rot.grad, k.dof_ang.grad, k.dof_lin.grad, int(has_u)])
+
+    tape.record_func(backward=backward, arrays=[k.body_vel_ang, k.body_vel_lin])

@@ -30,7 +30,7 @@ from .contact import ContactParams, contact_kernels
 from .contact_velocity import contact_velocity
 from .divergence import divergence_kernels
 from .integrator import integrator_kernels
-from .kinematics import forward_kinematics, kinematics_kernels
+from .kinematics import body_velocities, forward_kinematics, kinematics_kernels
 from .mass_matrix import mass_matrix
 from .model import Model
 from .state import Control, State
@@ -208,7 +208,7 @@ class Simulator:
         self.max_speed = float(max_speed)
         self.max_distance = float(max_distance)
         d = model.dtype
-        _, _, _, self._vel, self._feet = kinematics_kernels(d)
+        self._feet = kinematics_kernels(d)[5]
         self._actuator, self._rhs = actuator_kernels(d)
         self._integrate, self._add_velocity = integrator_kernels(d)
         self._detect, self._select = divergence_kernels(d)
@@ -303,8 +303,7 @@ class Simulator:
         """Forward kinematics, motion subspace and body velocities of ``(q, u)`` into ``k``."""
         m = self.model
         forward_kinematics(m, q, k, tape)
-        self._launch(self._vel, m.num_envs, [q, u, m.body_parent, k.body_rot, k.dof_ang, k.dof_lin, k.body_vel_ang,
-                                             k.body_vel_lin])
+        body_velocities(m, u, k, tape)
 
     def _dynamics(self, q: wp.array, u: wp.array, d: StepData, tape: wp.Tape | None = None) -> None:
         """Kinematics, H (CRBA) and bias forces (RNEA) at ``(q, u)`` into ``d`` (accumulators zeroed)."""
