@@ -195,29 +195,7 @@ def kinematics_kernels(dtype):
                 u_grad[e, i] = u_grad[e, i] + a_lin0[i]
                 u_grad[e, 3 + i] = u_grad[e, 3 + i] + a_w[i]
 
-    @wp.kernel
-    def foot_kinematics(
-        q: wp.array2d(dtype=dtype),
-        body_rot: wp.array2d(dtype=mat33),
-        body_pos: wp.array2d(dtype=vec3),
-        body_vel_ang: wp.array2d(dtype=vec3),
-        body_vel_lin: wp.array2d(dtype=vec3),
-        foot_body: wp.array(dtype=wp.int32),
-        foot_offset: wp.array(dtype=vec3),
-        foot_pos: wp.array2d(dtype=vec3),
-        foot_vel: wp.array2d(dtype=vec3),
-        foot_rel: wp.array2d(dtype=vec3),
-    ):
-        """Foot sphere centres in the world (m), their velocities (m/s) and positions relative to ``O``."""
-        e, f = wp.tid()
-        b = foot_body[f]
-        r = body_pos[e, b] + body_rot[e, b] * foot_offset[f]
-        foot_rel[e, f] = r
-        foot_pos[e, f] = r + vec3(q[e, 0], q[e, 1], q[e, 2])
-        foot_vel[e, f] = body_vel_lin[e, b] + wp.cross(body_vel_ang[e, b], r)
-
-    return (base_kinematics, tree_kinematics, tree_kinematics_adjoint, body_velocities, body_velocities_adjoint,
-            foot_kinematics)
+    return base_kinematics, tree_kinematics, tree_kinematics_adjoint, body_velocities, body_velocities_adjoint
 
 
 def forward_kinematics(model, q: wp.array, kin, tape: wp.Tape | None = None) -> None:

@@ -30,7 +30,8 @@ from .contact import ContactParams, contact_kernels
 from .contact_velocity import contact_velocity
 from .divergence import divergence_kernels
 from .integrator import integrator_kernels
-from .kinematics import body_velocities, forward_kinematics, kinematics_kernels
+from .foot_kinematics import foot_kinematics
+from .kinematics import body_velocities, forward_kinematics
 from .mass_matrix import mass_matrix
 from .model import Model
 from .state import Control, State
@@ -208,7 +209,6 @@ class Simulator:
         self.max_speed = float(max_speed)
         self.max_distance = float(max_distance)
         d = model.dtype
-        self._feet = kinematics_kernels(d)[5]
         self._actuator, self._rhs = actuator_kernels(d)
         self._integrate, self._add_velocity = integrator_kernels(d)
         self._detect, self._select = divergence_kernels(d)
@@ -321,26 +321,7 @@ class Simulator:
         return d.H.numpy(), d.bias.numpy()
 
     def foot_kinematics(self, q: wp.array, u: wp.array, tape: wp.Tape | None = None) -> tuple[wp.array, wp.array]:
-        """Foot sphere centres (world, m) and velocities (world, m/s), each [N, F] vec3, at ``(q, u)``.
-
-        Recorded on ``tape`` when given (the outputs then carry gradients back to ``q``, ``u``, the model).
-        """
-        m = self.model
-        t = warp_types(m.dtype)
-        grad = tape is not None
-        k = KinematicsData.allocate(m, requires_grad=grad)
-        kw = dict(dtype=t.vec3, device=m.device, requires_grad=grad)
-        pos, vel, rel = (wp.zeros((m.num_envs, m.num_feet), **kw) for _ in range(3))
-
-        def run():
-            self.kinematics(q, u, k, tape)
-            self._launch(self._feet, (m.num_envs, m.num_feet), [q, k.body_rot, k.body_pos, k.body_vel_ang,
-                                                                k.body_vel_lin, m.foot_body, m.foot_offset, pos,
-                                                                vel, rel])
-
-        if tape is None:
-            run()
-        else:
-            with tape:
-                run()
-        return pos, vel
+        """Foot sphere centres (world, m) and velocities (world, m/s), each [N, F] vec3, at ``(q, u)``
+        (:mod:`.foot_kinematics`). Recorded on ``tape`` when given (the outputs then carry gradients back to ``q``
+        and ``u``)."""
+        return foot_kinematics(self.model, q, u, tape)
