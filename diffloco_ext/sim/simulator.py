@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import warp as wp
 
-from .actuators import actuator_kernels
+from .actuators import actuation
 from .bias_forces import bias_forces
 from .cholesky import factor_and_solve
 from .delassus import delassus, impulse_response
@@ -46,7 +46,7 @@ ACCUMULATORS = ("composite_m", "composite_h", "composite_J", "H", "subtree_force
 #: Intermediates that only hand-written adjoints read, as values: they need no gradient array (nothing is
 #: zeroed or kept for them on a tape).
 VALUES_ONLY = ("L", "body_acc_ang", "body_acc_lin", "body_force_ang", "body_force_lin", "composite_m", "composite_h",
-               "composite_J", "W", "history", "residual", "target", "weight", "du_contact")
+               "composite_J", "tau", "W", "history", "residual", "target", "weight", "du_contact")
 
 
 def _alloc(model: Model, shapes: dict, requires_grad: bool) -> dict:
@@ -209,7 +209,6 @@ class Simulator:
         self.max_speed = float(max_speed)
         self.max_distance = float(max_distance)
         d = model.dtype
-        self._actuator, self._rhs = actuator_kernels(d)
         self._integrate, self._add_velocity = integrator_kernels(d)
         self._detect, self._select = divergence_kernels(d)
         if model.num_feet > 0:
@@ -269,10 +268,7 @@ class Simulator:
         launch = self._launch
         launch(self._integrate, N, [s.q, s.u, s.u, self._scalar(0.5 * self.dt), d.q_mid])
         self._dynamics(d.q_mid, s.u, d, tape)
-        launch(self._actuator, N, [d.q_mid, s.u, c.joint_target, c.joint_torque, m.joint_stiffness,
-                                        m.joint_damping, self._scalar(m.effort_limit),
-                                        self._scalar(m.saturation_effort), self._scalar(m.velocity_limit), d.tau])
-        launch(self._rhs, N, [s.u, d.tau, d.bias, m.joint_friction_damping, dt, int(m.fixed_base), d.rhs])
+        actuation(m, d.q_mid, s.u, c, d.bias, self.dt, d.tau, d.rhs, tape)
         factor_and_solve(d.H, m.dof_parent, d.L, d.rhs, d.du, tape)
         if d.contact is None:
             launch(self._add_velocity, (N, nv), [s.u, d.du, d.u_new])
