@@ -23,6 +23,7 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
     t = warp_types(dtype)
     vec3, mat33 = t.vec3, t.mat33
     NC = num_contacts
+    contact_vector = wp.types.vector(NC, dtype)
     TANGENT_STEPS = 3
     zero = dtype(0.0)
     one = dtype(1.0)
@@ -41,6 +42,16 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
                 scale = limit / wp.sqrt(tn2)
                 out = vec3(p[0], p[1] * scale, p[2] * scale)
         return out
+
+    @wp.func
+    def _tangent_step(Gii: mat33, relaxation: dtype):
+        """Isotropic step ``relaxation / lambda_max(G_tt)`` of the tangential pair, and the discriminant
+        ``sqrt((a11 - a22)^2 + 4 a12^2)`` of the 2x2 tangential block (for the reverse pass)."""
+        a11 = Gii[1, 1]
+        a22 = Gii[2, 2]
+        a12 = Gii[1, 2]
+        disc = wp.sqrt((a11 - a22) * (a11 - a22) + dtype(4.0) * a12 * a12)
+        return relaxation / (half * (a11 + a22 + disc)), disc
 
     @wp.func
     def _weight(g: dtype, mode: int, kappa: dtype, col_height: dtype):
@@ -89,8 +100,12 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
             push = wp.max(gap_rate * wp.min(g0 + gap_offset, zero), -max_push_speed)
             target[e, i0] = vec3(c[e, 3 * i0, 0] + push, c[e, 3 * i0 + 1, 0], c[e, 3 * i0 + 2, 0])
         compliance = wp.diag(vec3(compliance_n, compliance_t, compliance_t))
+        step_t = contact_vector()  # the tangential step of every contact (its diagonal block is fixed)
         for i1 in range(NC):
-            history[e, 0, i1] = _project(-(wp.inverse(G[e, i1, i1] + compliance) * target[e, i1]), mu)
+            Gd = G[e, i1, i1] + compliance
+            history[e, 0, i1] = _project(-(wp.inverse(Gd) * target[e, i1]), mu)
+            r_t1, _disc1 = _tangent_step(Gd, relaxation)
+            step_t[i1] = r_t1
         for it in range(iterations):
             for i in range(NC):
                 Gii = G[e, i, i] + compliance
@@ -111,8 +126,7 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
                 a11 = Gii[1, 1]
                 a22 = Gii[2, 2]
                 a12 = Gii[1, 2]
-                lam = half * (a11 + a22 + wp.sqrt((a11 - a22) * (a11 - a22) + dtype(4.0) * a12 * a12))
-                r_t = relaxation / lam
+                r_t = step_t[i]
                 w1 = w[1] + Gii[1, 0] * dn
                 w2 = w[2] + Gii[2, 0] * dn
                 t1 = p[1]
@@ -190,6 +204,11 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
             a_imp = vec3(impulse_grad[e, 3 * i2, 0], impulse_grad[e, 3 * i2 + 1, 0], impulse_grad[e, 3 * i2 + 2, 0])
             adj_history[e, iterations, i2] = adj_history[e, iterations, i2] + a_imp * weight[e, i2]
             adj_weight[e, i2] = adj_weight[e, i2] + wp.dot(history[e, iterations, i2], a_imp)
+        step_t = contact_vector()
+        adj_step_t = contact_vector()  # adjoint of each contact's tangential step, summed over the sweeps
+        for i3 in range(NC):
+            r_t3, _disc3 = _tangent_step(G[e, i3, i3] + compliance, relaxation)
+            step_t[i3] = r_t3
         for itr in range(iterations):
             it = iterations - 1 - itr
             for ii in range(NC):
@@ -204,9 +223,7 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
                 a11 = Gii[1, 1]
                 a22 = Gii[2, 2]
                 a12 = Gii[1, 2]
-                disc = wp.sqrt((a11 - a22) * (a11 - a22) + dtype(4.0) * a12 * a12)
-                lam = half * (a11 + a22 + disc)
-                r_t = relaxation / lam
+                r_t = step_t[i]
                 w1 = w[1] + Gii[1, 0] * dn
                 w2 = w[2] + Gii[2, 0] * dn
                 # tangential sub-steps: inputs t^s kept for the reverse pass
@@ -279,15 +296,7 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
                 adj_dn = adj_w1 * Gii[1, 0] + adj_w2 * Gii[2, 0]
                 adj_G[1, 0] = adj_G[1, 0] + adj_w1 * dn
                 adj_G[2, 0] = adj_G[2, 0] + adj_w2 * dn
-                # r_t = relaxation / lam, lam = (a11 + a22 + disc) / 2
-                adj_lam = -relaxation / (lam * lam) * adj_rt
-                if disc > dtype(1.0e-12):
-                    adj_a11 += half * adj_lam * (one + (a11 - a22) / disc)
-                    adj_a22 += half * adj_lam * (one - (a11 - a22) / disc)
-                    adj_a12 += half * adj_lam * (dtype(4.0) * a12 / disc)
-                else:
-                    adj_a11 += half * adj_lam
-                    adj_a22 += half * adj_lam
+                adj_step_t[i] = adj_step_t[i] + adj_rt
                 adj_G[1, 1] = adj_G[1, 1] + adj_a11
                 adj_G[2, 2] = adj_G[2, 2] + adj_a22
                 adj_G[1, 2] = adj_G[1, 2] + adj_a12
@@ -320,6 +329,20 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
                             adj_history[e, it + 1, j2] = adj_history[e, it + 1, j2] + adj_pj
                         else:
                             adj_history[e, it, j2] = adj_history[e, it, j2] + adj_pj
+        # r_t = relaxation / lam, lam = (a11 + a22 + disc) / 2, once per contact
+        for i4 in range(NC):
+            Gd = G[e, i4, i4] + compliance
+            r_t4, disc = _tangent_step(Gd, relaxation)
+            adj_lam = -r_t4 * r_t4 / relaxation * adj_step_t[i4]
+            adj_d = mat33()
+            if disc > dtype(1.0e-12):
+                adj_d[1, 1] = half * adj_lam * (one + (Gd[1, 1] - Gd[2, 2]) / disc)
+                adj_d[2, 2] = half * adj_lam * (one - (Gd[1, 1] - Gd[2, 2]) / disc)
+                adj_d[1, 2] = half * adj_lam * (dtype(4.0) * Gd[1, 2] / disc)
+            else:
+                adj_d[1, 1] = half * adj_lam
+                adj_d[2, 2] = half * adj_lam
+            G_grad[e, i4, i4] = G_grad[e, i4, i4] + adj_d
         # initial guess P0_i = proj(-(G_ii + R)^-1 target_i)
         for i1 in range(NC):
             M = G[e, i1, i1] + compliance

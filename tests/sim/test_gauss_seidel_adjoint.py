@@ -51,11 +51,12 @@ def solve(params, G, c, gap, mu, weights, tape=None):
     return value, arrays, model, out
 
 
+@pytest.mark.parametrize("iterations", [10, 2])  # 2: far from converged, so the step sizes matter too
 @pytest.mark.parametrize("mode", ["smoothed", "hard", "soft"])
-def test_reverse_sweep_matches_finite_differences(mode):
+def test_reverse_sweep_matches_finite_differences(mode, iterations):
     rng = np.random.default_rng(3)
     G, c, gap, mu = problem(rng)
-    params = ContactParams(mode=mode, kappa=300.0)
+    params = ContactParams(mode=mode, kappa=300.0, iterations=iterations)
     weights = rng.normal(size=(N, C, 1))
     tape = wp.Tape()
     _, arrays, model, out = solve(params, G, c, gap, mu, weights, tape)
