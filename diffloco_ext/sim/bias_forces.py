@@ -42,13 +42,11 @@ def bias_force_kernels(dtype):
         body_acc_lin: wp.array2d(dtype=vec3),
         body_force_ang: wp.array2d(dtype=vec3),
         body_force_lin: wp.array2d(dtype=vec3),
-        subtree_start: wp.array(dtype=wp.int32),
-        subtree_index: wp.array(dtype=wp.int32),
         subtree_force_ang: wp.array2d(dtype=vec3),
         subtree_force_lin: wp.array2d(dtype=vec3),
     ):
         """Bias acceleration of every body and the force it needs, ``F = I A + V x* (I V)``, then the sum of the
-        forces over each body's subtree (``subtree_force_*`` must be zeroed; only added to here)."""
+        forces over each body's subtree, children into parents (bodies are numbered parents first)."""
         e = wp.tid()
         for b in range(body_parent.shape[0]):
             w = body_vel_ang[e, b]
@@ -71,11 +69,13 @@ def bias_force_kernels(dtype):
             nc, fc = motion_cross_force(w, v, nv, fv)
             body_force_ang[e, b] = na + nc
             body_force_lin[e, b] = fa + fc
-        for b2 in range(body_parent.shape[0]):
-            for k in range(subtree_start[b2], subtree_start[b2 + 1]):
-                d = subtree_index[k]
-                wp.atomic_add(subtree_force_ang, e, b2, body_force_ang[e, d])
-                wp.atomic_add(subtree_force_lin, e, b2, body_force_lin[e, d])
+            subtree_force_ang[e, b] = na + nc
+            subtree_force_lin[e, b] = fa + fc
+        for bb in range(body_parent.shape[0] - 1):
+            b2 = body_parent.shape[0] - 1 - bb
+            p2 = body_parent[b2]
+            subtree_force_ang[e, p2] = subtree_force_ang[e, p2] + subtree_force_ang[e, b2]
+            subtree_force_lin[e, p2] = subtree_force_lin[e, p2] + subtree_force_lin[e, b2]
 
     @wp.kernel
     def project_bias(
@@ -105,8 +105,6 @@ def bias_force_kernels(dtype):
         inertia_J: wp.array2d(dtype=mat33),
         body_acc_ang: wp.array2d(dtype=vec3),
         body_acc_lin: wp.array2d(dtype=vec3),
-        subtree_start: wp.array(dtype=wp.int32),
-        subtree_index: wp.array(dtype=wp.int32),
         subtree_force_ang_grad: wp.array2d(dtype=vec3),
         subtree_force_lin_grad: wp.array2d(dtype=vec3),
         adj_force_ang: wp.array2d(dtype=vec3),
@@ -125,11 +123,15 @@ def bias_force_kernels(dtype):
         """Reverse of :func:`body_bias_forces` for one environment (``adj_*`` zeroed scratch [N, B])."""
         e = wp.tid()
         num_bodies = body_parent.shape[0]
-        for b2 in range(num_bodies):  # subtree sums
-            for k in range(subtree_start[b2], subtree_start[b2 + 1]):
-                d = subtree_index[k]
-                adj_force_ang[e, d] = adj_force_ang[e, d] + subtree_force_ang_grad[e, b2]
-                adj_force_lin[e, d] = adj_force_lin[e, d] + subtree_force_lin_grad[e, b2]
+        for b2 in range(num_bodies):  # subtree sums: a body's force adjoint sums its ancestors-or-self's
+            a_ang = subtree_force_ang_grad[e, b2]
+            a_lin = subtree_force_lin_grad[e, b2]
+            if b2 > 0:
+                p2 = body_parent[b2]
+                a_ang = a_ang + adj_force_ang[e, p2]
+                a_lin = a_lin + adj_force_lin[e, p2]
+            adj_force_ang[e, b2] = a_ang
+            adj_force_lin[e, b2] = a_lin
         for bb in range(num_bodies):  # children before parents: a child's acceleration adjoint reaches its parent
             b = num_bodies - 1 - bb
             w = body_vel_ang[e, b]
@@ -188,8 +190,8 @@ def bias_forces(model, u: wp.array, kin, data, gravity, tape: wp.Tape | None = N
     N = m.num_envs
     wp.launch(rnea, dim=N, device=m.device, record_tape=False, inputs=[
         u, gravity, m.body_parent, k.dof_ang, k.dof_lin, k.body_vel_ang, k.body_vel_lin, d.inertia_m, d.inertia_h,
-        d.inertia_J, d.body_acc_ang, d.body_acc_lin, d.body_force_ang, d.body_force_lin, m.subtree_start,
-        m.subtree_index, d.subtree_force_ang, d.subtree_force_lin])
+        d.inertia_J, d.body_acc_ang, d.body_acc_lin, d.body_force_ang, d.body_force_lin, d.subtree_force_ang,
+        d.subtree_force_lin])
     if tape is not None:
         def grad(array):
             if array.requires_grad and array.grad is not None:
@@ -203,7 +205,7 @@ def bias_forces(model, u: wp.array, kin, data, gravity, tape: wp.Tape | None = N
                        for _ in range(4)]
             wp.launch(adjoint, dim=N, device=m.device, record_tape=False, inputs=[
                 u, m.body_parent, k.dof_ang, k.dof_lin, k.body_vel_ang, k.body_vel_lin, d.inertia_m, d.inertia_h,
-                d.inertia_J, d.body_acc_ang, d.body_acc_lin, m.subtree_start, m.subtree_index,
+                d.inertia_J, d.body_acc_ang, d.body_acc_lin,
                 d.subtree_force_ang.grad, d.subtree_force_lin.grad, *scratch, grad(u), grad(k.dof_ang),
                 grad(k.dof_lin), grad(k.body_vel_ang), grad(k.body_vel_lin), grad(d.inertia_m), grad(d.inertia_h),
                 grad(d.inertia_J)])

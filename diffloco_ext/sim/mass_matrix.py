@@ -30,8 +30,7 @@ def mass_matrix_kernels(dtype):
         body_mass: wp.array2d(dtype=dtype),
         body_com: wp.array2d(dtype=vec3),
         body_inertia: wp.array2d(dtype=mat33),
-        subtree_start: wp.array(dtype=wp.int32),
-        subtree_index: wp.array(dtype=wp.int32),
+        body_parent: wp.array(dtype=wp.int32),
         inertia_m: wp.array2d(dtype=dtype),
         inertia_h: wp.array2d(dtype=vec3),
         inertia_J: wp.array2d(dtype=mat33),
@@ -40,7 +39,7 @@ def mass_matrix_kernels(dtype):
         composite_J: wp.array2d(dtype=mat33),
     ):
         """Each body's inertia ``(m, h, J)`` about the base origin (world orientation), then the sum over each
-        body's subtree (``composite_*`` must be zeroed; they are only added to, never read, here)."""
+        body's subtree, children into parents (bodies are numbered parents first)."""
         e = wp.tid()
         num_bodies = body_mass.shape[1]
         for b in range(num_bodies):
@@ -52,12 +51,15 @@ def mass_matrix_kernels(dtype):
             inertia_J[e, b] = rot * body_inertia[e, b] * wp.transpose(rot) + (
                 wp.identity(n=3, dtype=dtype) * wp.dot(c, c) - wp.outer(c, c)
             ) * m
-        for b in range(num_bodies):
-            for k in range(subtree_start[b], subtree_start[b + 1]):
-                d = subtree_index[k]
-                wp.atomic_add(composite_m, e, b, inertia_m[e, d])
-                wp.atomic_add(composite_h, e, b, inertia_h[e, d])
-                wp.atomic_add(composite_J, e, b, inertia_J[e, d])
+            composite_m[e, b] = m
+            composite_h[e, b] = c * m
+            composite_J[e, b] = inertia_J[e, b]
+        for bb in range(num_bodies - 1):
+            b = num_bodies - 1 - bb
+            p = body_parent[b]
+            composite_m[e, p] = composite_m[e, p] + composite_m[e, b]
+            composite_h[e, p] = composite_h[e, p] + composite_h[e, b]
+            composite_J[e, p] = composite_J[e, p] + composite_J[e, b]
 
     @wp.kernel(enable_backward=False)
     def joint_space_inertia(
@@ -111,8 +113,7 @@ def mass_matrix_kernels(dtype):
         body_mass: wp.array2d(dtype=dtype),
         body_com: wp.array2d(dtype=vec3),
         body_inertia: wp.array2d(dtype=mat33),
-        subtree_start: wp.array(dtype=wp.int32),
-        subtree_index: wp.array(dtype=wp.int32),
+        body_parent: wp.array(dtype=wp.int32),
         ancestor_start: wp.array(dtype=wp.int32),
         ancestor_index: wp.array(dtype=wp.int32),
         dof_ang: wp.array2d(dtype=vec3),
@@ -200,12 +201,16 @@ def mass_matrix_kernels(dtype):
             dof_ang_grad[e, k] = dof_ang_grad[e, k] + aw
             dof_lin_grad[e, k] = dof_lin_grad[e, k] + av
         # composite = sum over the subtree -> each body inertia collects its ancestors-or-self adjoints
+        # (parents first: the scratch becomes that running sum)
         for b in range(num_bodies):
-            for kk in range(subtree_start[b], subtree_start[b + 1]):
-                d = subtree_index[kk]
-                inertia_m_grad[e, d] = inertia_m_grad[e, d] + adj_cm[e, b]
-                inertia_h_grad[e, d] = inertia_h_grad[e, d] + adj_ch[e, b]
-                inertia_J_grad[e, d] = inertia_J_grad[e, d] + adj_cJ[e, b]
+            if b > 0:
+                p = body_parent[b]
+                adj_cm[e, b] = adj_cm[e, b] + adj_cm[e, p]
+                adj_ch[e, b] = adj_ch[e, b] + adj_ch[e, p]
+                adj_cJ[e, b] = adj_cJ[e, b] + adj_cJ[e, p]
+            inertia_m_grad[e, b] = inertia_m_grad[e, b] + adj_cm[e, b]
+            inertia_h_grad[e, b] = inertia_h_grad[e, b] + adj_ch[e, b]
+            inertia_J_grad[e, b] = inertia_J_grad[e, b] + adj_cJ[e, b]
         # body inertia about O: m, h = m c, J = R I R^T + m (|c|^2 E - c c^T), c = r + R com
         for b in range(num_bodies):
             rot = body_rot[e, b]
@@ -237,7 +242,7 @@ def mass_matrix(model, kin, data, tape: wp.Tape | None = None) -> None:
     m, k, d = model, kin, data
     N = m.num_envs
     wp.launch(composite, dim=N, device=m.device, record_tape=False, inputs=[
-        k.body_rot, k.body_pos, m.body_mass, m.body_com, m.body_inertia, m.subtree_start, m.subtree_index,
+        k.body_rot, k.body_pos, m.body_mass, m.body_com, m.body_inertia, m.body_parent,
         d.inertia_m, d.inertia_h, d.inertia_J, d.composite_m, d.composite_h, d.composite_J])
     wp.launch(crba, dim=N, device=m.device, record_tape=False, inputs=[
         m.ancestor_start, m.ancestor_index, m.joint_armature, k.dof_ang, k.dof_lin, d.composite_m, d.composite_h,
@@ -256,7 +261,7 @@ def mass_matrix(model, kin, data, tape: wp.Tape | None = None) -> None:
         scratch = [wp.zeros(d.composite_m.shape, dtype=a.dtype, device=m.device)
                    for a in (d.composite_m, d.composite_h, d.composite_J)]
         wp.launch(adjoint, dim=N, device=m.device, record_tape=False, inputs=[
-            k.body_rot, k.body_pos, m.body_mass, m.body_com, m.body_inertia, m.subtree_start, m.subtree_index,
+            k.body_rot, k.body_pos, m.body_mass, m.body_com, m.body_inertia, m.body_parent,
             m.ancestor_start, m.ancestor_index, k.dof_ang, k.dof_lin, d.inertia_m, d.inertia_h, d.composite_m,
             d.composite_h, d.composite_J, int(m.fixed_base), d.H.grad, *scratch, grad(d.inertia_m),
             grad(d.inertia_h), grad(d.inertia_J), grad(k.dof_ang), grad(k.dof_lin), grad(k.body_rot),

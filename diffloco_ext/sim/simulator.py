@@ -40,7 +40,7 @@ from .warp_setup import warp_types
 
 #: Intermediates that kernels only add into or write in part: they must start at zero (see ``zero_accumulators``).
 #: Every other intermediate is written in full by its stage, so it is allocated without clearing.
-ACCUMULATORS = ("composite_m", "composite_h", "composite_J", "H", "subtree_force_ang", "subtree_force_lin", "J", "W")
+ACCUMULATORS = ("H", "J", "W")
 
 
 #: Intermediates that only hand-written adjoints read, as values: they need no gradient array (nothing is
