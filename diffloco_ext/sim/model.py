@@ -49,8 +49,6 @@ class Model:
     num_joints: int
     # topology (shared)
     body_parent: wp.array  # int32 [B], -1 for the base
-    subtree_start: wp.array  # int32 [B+1]: body b's subtree (itself included) is subtree_index[start[b]:start[b+1]]
-    subtree_index: wp.array
     ancestor_start: wp.array  # int32 [B+1]: moving ancestors of body b (itself excluded, base excluded)
     ancestor_index: wp.array
     dof_parent: wp.array  # int32 [nv]: the DOF each DOF hangs from (base DOFs form a chain 0-1-...-5), -1 for DOF 0
@@ -145,9 +143,6 @@ def build_model(
     nb, n = robot.num_bodies, robot.num_joints
     parent = robot.parent_indices()
 
-    subtree = [[b] for b in range(nb)]
-    for b in range(nb - 1, 0, -1):
-        subtree[parent[b]].extend(subtree[b])
     ancestors = []
     for b in range(nb):
         chain, a = [], parent[b]
@@ -157,7 +152,6 @@ def build_model(
         ancestors.append(chain)
     dof_parent = np.array([-1, 0, 1, 2, 3, 4] + [5 + int(parent[b]) if parent[b] > 0 else 5 for b in range(1, nb)],
                           dtype=np.int32)
-    sub_start, sub_idx = _csr(subtree)
     anc_start, anc_idx = _csr(ancestors)
 
     def arr(values, wtype, shape=None):
@@ -201,8 +195,6 @@ def build_model(
         num_bodies=nb,
         num_joints=n,
         body_parent=wp.array(parent, dtype=wp.int32, **shared),
-        subtree_start=wp.array(sub_start, dtype=wp.int32, **shared),
-        subtree_index=wp.array(sub_idx, dtype=wp.int32, **shared),
         ancestor_start=wp.array(anc_start, dtype=wp.int32, **shared),
         ancestor_index=wp.array(anc_idx, dtype=wp.int32, **shared),
         dof_parent=wp.array(dof_parent, dtype=wp.int32, **shared),
