@@ -85,17 +85,19 @@ class _StepFunction(torch.autograd.Function):
             if grad is not None:
                 wp.to_torch(arr.grad).copy_(grad.reshape(wp.to_torch(arr.grad).shape))
         params = bridge.parameter_arrays()
-        for arr in params.values():
-            if arr.grad is not None:
-                arr.grad.zero_()
+        needs = ctx.needs_input_grad[1:]  # q, u, joint_target, joint_torque, *params
+        param_needs = dict(zip(bridge.parameter_names, needs[4:]))
+        for name, arr in params.items():
+            if param_needs[name] and arr.grad is not None:
+                arr.grad.zero_()  # the model's gradient arrays are shared by all steps: this step's alone
         tape.backward()
         outs = [
-            wp.to_torch(state_in.q.grad).clone(), wp.to_torch(state_in.u.grad).clone(),
-            wp.to_torch(control.joint_target.grad).clone(), wp.to_torch(control.joint_torque.grad).clone(),
+            wp.to_torch(a.grad).clone() if need else None
+            for a, need in zip((state_in.q, state_in.u, control.joint_target, control.joint_torque), needs[:4])
         ]
         for name in bridge.parameter_names:
             grad = params[name].grad
-            outs.append(None if grad is None else wp.to_torch(grad).clone())
+            outs.append(wp.to_torch(grad).clone() if param_needs[name] and grad is not None else None)
         tape.reset()
         ctx.saved = None
         del model
