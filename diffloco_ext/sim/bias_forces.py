@@ -77,7 +77,7 @@ def bias_force_kernels(dtype):
             subtree_force_ang[e, p2] = subtree_force_ang[e, p2] + subtree_force_ang[e, b2]
             subtree_force_lin[e, p2] = subtree_force_lin[e, p2] + subtree_force_lin[e, b2]
 
-    @wp.kernel
+    @wp.kernel(enable_backward=False)
     def project_bias(
         dof_ang: wp.array2d(dtype=vec3),
         dof_lin: wp.array2d(dtype=vec3),
@@ -105,8 +105,9 @@ def bias_force_kernels(dtype):
         inertia_J: wp.array2d(dtype=mat33),
         body_acc_ang: wp.array2d(dtype=vec3),
         body_acc_lin: wp.array2d(dtype=vec3),
-        subtree_force_ang_grad: wp.array2d(dtype=vec3),
-        subtree_force_lin_grad: wp.array2d(dtype=vec3),
+        subtree_force_ang: wp.array2d(dtype=vec3),
+        subtree_force_lin: wp.array2d(dtype=vec3),
+        bias_grad: wp.array2d(dtype=dtype),
         adj_force_ang: wp.array2d(dtype=vec3),
         adj_force_lin: wp.array2d(dtype=vec3),
         adj_acc_ang: wp.array2d(dtype=vec3),
@@ -120,16 +121,30 @@ def bias_force_kernels(dtype):
         inertia_h_grad: wp.array2d(dtype=vec3),
         inertia_J_grad: wp.array2d(dtype=mat33),
     ):
-        """Reverse of :func:`body_bias_forces` for one environment (``adj_*`` zeroed scratch [N, B])."""
+        """Reverse of :func:`project_bias` and :func:`body_bias_forces` for one environment (``adj_*`` scratch
+        [N, B])."""
         e = wp.tid()
         num_bodies = body_parent.shape[0]
+        # bias_k = S_k . F^c_b(k): the base's six DOFs read the base's subtree force, DOF 5 + b body b's
+        base_ang = vec3()
+        base_lin = vec3()
+        for k0 in range(6):
+            g0 = bias_grad[e, k0]
+            base_ang = base_ang + dof_ang[e, k0] * g0
+            base_lin = base_lin + dof_lin[e, k0] * g0
+            dof_ang_grad[e, k0] = dof_ang_grad[e, k0] + subtree_force_ang[e, 0] * g0
+            dof_lin_grad[e, k0] = dof_lin_grad[e, k0] + subtree_force_lin[e, 0] * g0
         for b2 in range(num_bodies):  # subtree sums: a body's force adjoint sums its ancestors-or-self's
-            a_ang = subtree_force_ang_grad[e, b2]
-            a_lin = subtree_force_lin_grad[e, b2]
+            a_ang = base_ang
+            a_lin = base_lin
             if b2 > 0:
+                kb = 5 + b2
+                gb = bias_grad[e, kb]
+                dof_ang_grad[e, kb] = dof_ang_grad[e, kb] + subtree_force_ang[e, b2] * gb
+                dof_lin_grad[e, kb] = dof_lin_grad[e, kb] + subtree_force_lin[e, b2] * gb
                 p2 = body_parent[b2]
-                a_ang = a_ang + adj_force_ang[e, p2]
-                a_lin = a_lin + adj_force_lin[e, p2]
+                a_ang = dof_ang[e, kb] * gb + adj_force_ang[e, p2]
+                a_lin = dof_lin[e, kb] * gb + adj_force_lin[e, p2]
             adj_force_ang[e, b2] = a_ang
             adj_force_lin[e, b2] = a_lin
         for bb in range(num_bodies):  # children before parents: a child's acceleration adjoint reaches its parent
@@ -183,8 +198,8 @@ def bias_force_kernels(dtype):
 
 
 def bias_forces(model, u: wp.array, kin, data, gravity, tape: wp.Tape | None = None) -> None:
-    """Body accelerations and forces and their subtree sums into ``data``, then ``bias`` (recorded normally);
-    with a ``tape``, the hand-written reverse of the first part is recorded in its place."""
+    """Body accelerations and forces and their subtree sums into ``data``, then ``bias``; with a ``tape``, the
+    hand-written reverse of both is recorded in their place."""
     rnea, project, adjoint = bias_force_kernels(model.dtype)
     m, k, d = model, kin, data
     N = m.num_envs
@@ -192,24 +207,27 @@ def bias_forces(model, u: wp.array, kin, data, gravity, tape: wp.Tape | None = N
         u, gravity, m.body_parent, k.dof_ang, k.dof_lin, k.body_vel_ang, k.body_vel_lin, d.inertia_m, d.inertia_h,
         d.inertia_J, d.body_acc_ang, d.body_acc_lin, d.body_force_ang, d.body_force_lin, d.subtree_force_ang,
         d.subtree_force_lin])
-    if tape is not None:
-        def grad(array):
-            if array.requires_grad and array.grad is not None:
-                return array.grad
-            return wp.zeros(array.shape, dtype=array.dtype, device=array.device)
+    wp.launch(project, dim=N, device=m.device, record_tape=False,
+              inputs=[k.dof_ang, k.dof_lin, d.subtree_force_ang, d.subtree_force_lin, d.bias])
+    if tape is None:
+        return
 
-        def backward() -> None:
-            if d.subtree_force_ang.grad is None:
-                return
-            scratch = [wp.zeros(d.body_force_ang.shape, dtype=d.body_force_ang.dtype, device=m.device)
-                       for _ in range(4)]
-            wp.launch(adjoint, dim=N, device=m.device, record_tape=False, inputs=[
-                u, m.body_parent, k.dof_ang, k.dof_lin, k.body_vel_ang, k.body_vel_lin, d.inertia_m, d.inertia_h,
-                d.inertia_J, d.body_acc_ang, d.body_acc_lin,
-                d.subtree_force_ang.grad, d.subtree_force_lin.grad, *scratch, grad(u), grad(k.dof_ang),
-                grad(k.dof_lin), grad(k.body_vel_ang), grad(k.body_vel_lin), grad(d.inertia_m), grad(d.inertia_h),
-                grad(d.inertia_J)])
+    def grad(array):
+        if array.requires_grad and array.grad is not None:
+            return array.grad
+        return wp.zeros(array.shape, dtype=array.dtype, device=array.device)
 
-        tape.record_func(backward=backward, arrays=[d.subtree_force_ang, d.subtree_force_lin])
-    wp.launch(project, dim=N, device=m.device, inputs=[k.dof_ang, k.dof_lin, d.subtree_force_ang,
-                                                       d.subtree_force_lin, d.bias])
+    def backward() -> None:
+        if d.bias.grad is None:
+            return
+        scratch = [wp.empty(d.body_force_ang.shape, dtype=d.body_force_ang.dtype, device=m.device)
+                   for _ in range(2)]
+        scratch += [wp.zeros(d.body_force_ang.shape, dtype=d.body_force_ang.dtype, device=m.device)
+                    for _ in range(2)]
+        wp.launch(adjoint, dim=N, device=m.device, record_tape=False, inputs=[
+            u, m.body_parent, k.dof_ang, k.dof_lin, k.body_vel_ang, k.body_vel_lin, d.inertia_m, d.inertia_h,
+            d.inertia_J, d.body_acc_ang, d.body_acc_lin, d.subtree_force_ang, d.subtree_force_lin, d.bias.grad,
+            *scratch, grad(u), grad(k.dof_ang), grad(k.dof_lin), grad(k.body_vel_ang), grad(k.body_vel_lin),
+            grad(d.inertia_m), grad(d.inertia_h), grad(d.inertia_J)])
+
+    tape.record_func(backward=backward, arrays=[d.bias])

@@ -45,8 +45,8 @@ ACCUMULATORS = ("H", "J", "W")
 
 #: Intermediates that only hand-written adjoints read, as values: they need no gradient array (nothing is
 #: zeroed or kept for them on a tape).
-VALUES_ONLY = ("L", "body_acc_ang", "body_acc_lin", "body_force_ang", "body_force_lin", "composite_m", "composite_h",
-               "composite_J", "tau", "W", "history", "residual", "target", "weight", "du_contact")
+VALUES_ONLY = ("L", "body_acc_ang", "body_acc_lin", "body_force_ang", "body_force_lin", "subtree_force_ang",
+               "subtree_force_lin", "composite_m", "composite_h", "composite_J", "tau", "W", "history", "residual", "target", "weight", "du_contact")
 
 
 def _alloc(model: Model, shapes: dict, requires_grad: bool) -> dict:
