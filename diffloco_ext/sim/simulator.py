@@ -28,7 +28,7 @@ from .delassus import delassus, impulse_response
 from .gauss_seidel import projected_gauss_seidel
 from .contact import ContactParams, contact_kernels
 from .contact_velocity import contact_velocity
-from .divergence import divergence_kernels
+from .divergence import divergence_guard
 from .integrator import integrator_kernels
 from .foot_kinematics import foot_kinematics
 from .kinematics import body_velocities, forward_kinematics
@@ -210,7 +210,6 @@ class Simulator:
         self.max_distance = float(max_distance)
         d = model.dtype
         self._integrate, self._add_velocity = integrator_kernels(d)
-        self._detect, self._select = divergence_kernels(d)
         if model.num_feet > 0:
             self._contact_geometry, self._contact_force = contact_kernels(d)
         self._buffers: StepData | None = None
@@ -275,10 +274,8 @@ class Simulator:
         else:
             self._contact_impulses(s, d, tape)
         launch(self._integrate, N, [s.q, s.u, d.u_new, dt, d.q_new])
-        wp.launch(self._detect, dim=N, inputs=[d.q_new, d.u_new, self._scalar(self.max_speed),
-                                               self._scalar(self.max_distance), d.diverged],
-                  device=m.device, record_tape=False)
-        launch(self._select, N, [d.q_new, d.u_new, s.q, s.u, d.diverged, out.q, out.u])
+        divergence_guard(d.q_new, d.u_new, s.q, s.u, self.max_speed, self.max_distance, d.diverged, out.q, out.u,
+                         tape)
 
     def _contact_impulses(self, s: State, d: StepData, tape: wp.Tape | None) -> None:
         """Contact geometry at the midpoint, Delassus matrix, impulses and the velocity after them (``d.u_new``)."""

@@ -76,6 +76,9 @@ class _StepFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g_q, g_u, g_foot_pos, g_foot_vel, g_force, _g_diverged, _g_state, _g_gap):
+        if ctx.saved is None:
+            raise RuntimeError("a simulator step can be backpropagated once: its tape is freed by the first "
+                               "backward (retain_graph=True does not keep it); run the step again instead")
         bridge, tape, state_in, control, state_out, foot_pos, foot_vel, force = ctx.saved
         model = bridge.sim.model
         outputs = [(state_out.q, g_q), (state_out.u, g_u), (foot_pos, g_foot_pos), (foot_vel, g_foot_vel)]

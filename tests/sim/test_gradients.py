@@ -112,3 +112,22 @@ def test_no_grad_step_equals_differentiable_step(setup):
     assert tracked.q.requires_grad and not plain.q.requires_grad
     for a, b in zip(plain, tracked):
         torch.testing.assert_close(a, b.detach(), rtol=0, atol=0)
+
+
+def test_a_diverged_env_passes_its_gradient_to_the_state_it_keeps(setup):
+    bridge, q, u, targets, _, _ = setup
+    q_in = q.clone().requires_grad_(True)
+    u_in = u.clone()
+    u_in[1, 6] = 1.0e4  # beyond the guard's max_speed: env 1 diverges and keeps its state
+    u_in.requires_grad_(True)
+    out = bridge.step(q_in, u_in, targets)
+    assert out.diverged.tolist() == [False, True]
+    torch.testing.assert_close(out.q[1], q_in[1].detach(), rtol=0, atol=0)
+    (out.q[1] * 2.0).sum().backward(retain_graph=True)
+    torch.testing.assert_close(q_in.grad[1], torch.full_like(q_in[1], 2.0), rtol=0, atol=0)
+    assert torch.all(q_in.grad[0] == 0) and torch.all(u_in.grad == 0)
+    with pytest.raises(RuntimeError, match="backpropagated once"):
+        out.u.sum().backward()
+    out = bridge.step(q_in, u_in, targets)
+    out.u[0].sum().backward()  # the healthy env's gradient goes through the dynamics
+    assert torch.any(u_in.grad[0] != 0) and torch.all(u_in.grad[1] == 0)
