@@ -41,11 +41,11 @@ def delassus_kernels(dtype, nv: int):
         foot_path: wp.array(dtype=wp.int32),
         J: wp.array3d(dtype=dtype),
         W: wp.array3d(dtype=vec3),
-        G: wp.array3d(dtype=mat33),
+        G: wp.array3d(dtype=dtype),
     ):
         """``W = L^-T J^T`` along each foot's root path, the foot's three contact rows side by side in a vec3
-        (``W`` [N, nv, F], zeroed elsewhere), then ``G = W^T W`` block by block (``G`` [N, F, F] mat33: block
-        ``(a, b)`` couples the contact rows of feet ``a`` and ``b``)."""
+        (``W`` [N, nv, F], zeroed elsewhere), then ``G = W^T W`` block by block, each symmetric pair of blocks
+        written from one value."""
         e = wp.tid()
         num_feet = W.shape[2]
         for f in range(num_feet):
@@ -67,9 +67,10 @@ def delassus_kernels(dtype, nv: int):
                 for p in range(foot_path_start[fa], foot_path_start[fa + 1]):
                     k = foot_path[p]
                     block = block + wp.outer(W[e, k, fa], W[e, k, fb])
-                G[e, fa, fb] = block
-                if fb != fa:
-                    G[e, fb, fa] = wp.transpose(block)
+                for r in range(3):
+                    for c in range(3):
+                        G[e, 3 * fa + r, 3 * fb + c] = block[r, c]
+                        G[e, 3 * fb + c, 3 * fa + r] = block[r, c]
 
     @wp.kernel(enable_backward=False)
     def impulse_response(L: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32),
@@ -161,8 +162,8 @@ def lower_solve_kernel(dtype, width: int):
 
 def delassus(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_start: wp.array, foot_path: wp.array,
              J: wp.array, W: wp.array, G: wp.array, tape: wp.Tape | None = None) -> None:
-    """``G = J H^-1 J^T`` as [N, F, F] 3x3 blocks for contact rows ``J`` [N, C = 3F, nv] (``W`` [N, nv, F] vec3,
-    zeroed scratch)."""
+    """``G = J H^-1 J^T`` [N, C, C] for contact rows ``J`` [N, C = 3F, nv] (``W`` [N, nv, F] vec3, zeroed
+    scratch)."""
     half_solve_gram = delassus_kernels(H.dtype, H.shape[1])[0]
     N, C, nv = J.shape
     wp.launch(half_solve_gram, dim=N, inputs=[L, foot_path_start, foot_path, J, W, G], device=J.device,
@@ -179,7 +180,7 @@ def delassus(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_start: wp
         Y = wp.empty((N, nv), dtype=row, device=J.device)
         wp.launch(lower_solve, dim=N, inputs=[L, dof_parent, W_rows, Y], device=J.device, record_tape=False)
         Y_t = wp.to_torch(Y).reshape(N, nv, C)
-        G_bar = wp.to_torch(G.grad).permute(0, 1, 3, 2, 4).reshape(N, C, C)  # blocks [N, F, F, 3, 3] -> [N, C, C]
+        G_bar = wp.to_torch(G.grad)
         T = torch.bmm(G_bar + G_bar.transpose(1, 2), Y_t.transpose(1, 2))
         if J.requires_grad and J.grad is not None:
             wp.to_torch(J.grad).add_(T)

@@ -74,7 +74,7 @@ def divergence_guard(q_new: wp.array, u_new: wp.array, q_previous: wp.array, u_p
         return
 
     def backward() -> None:
-        if q_out.grad is None or u_out.grad is None:
+        if q_out.grad is None or u_out.grad is None or q_new.grad is None or u_new.grad is None:
             return
         has_q = q_previous.requires_grad and q_previous.grad is not None
         has_u = u_previous.requires_grad and u_previous.grad is not None
@@ -82,4 +82,4 @@ def divergence_guard(q_new: wp.array, u_new: wp.array, q_previous: wp.array, u_p
             diverged, q_out.grad, u_out.grad, q_new.grad, u_new.grad, q_previous.grad if has_q else q_out.grad,
             u_previous.grad if has_u else u_out.grad, int(has_q), int(has_u)])
 
-    tape.record_func(backward=backward, arrays=[q_new, u_new, q_out, u_out])
+    tape.record_func(backward=backward, arrays=[a for a in (q_new, u_new, q_out, u_out) if a.requires_grad])

@@ -30,6 +30,22 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
     half = dtype(0.5)
 
     @wp.func
+    def _block(G: wp.array3d(dtype=dtype), e: int, i: int, j: int):
+        """3x3 block ``(i, j)`` of the [N, 3F, 3F] Delassus matrix."""
+        return mat33(
+            G[e, 3 * i, 3 * j], G[e, 3 * i, 3 * j + 1], G[e, 3 * i, 3 * j + 2],
+            G[e, 3 * i + 1, 3 * j], G[e, 3 * i + 1, 3 * j + 1], G[e, 3 * i + 1, 3 * j + 2],
+            G[e, 3 * i + 2, 3 * j], G[e, 3 * i + 2, 3 * j + 1], G[e, 3 * i + 2, 3 * j + 2],
+        )
+
+    @wp.func
+    def _add_block(G_grad: wp.array3d(dtype=dtype), e: int, i: int, j: int, m: mat33):
+        for r in range(3):
+            for c in range(3):
+                G_grad[e, 3 * i + r, 3 * j + c] = G_grad[e, 3 * i + r, 3 * j + c] + m[r, c]
+        return 0
+
+    @wp.func
     def _project(p: vec3, mu: dtype):
         """Paper A's proximal projection: no pull; tangential impulse scaled into the friction cone."""
         out = p
@@ -65,7 +81,7 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
 
     @wp.kernel(enable_backward=False)
     def projected_gauss_seidel(
-        G: wp.array3d(dtype=mat33),
+        G: wp.array3d(dtype=dtype),
         c: wp.array3d(dtype=dtype),
         gap: wp.array2d(dtype=dtype),
         friction: wp.array(dtype=dtype),
@@ -102,20 +118,20 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
         compliance = wp.diag(vec3(compliance_n, compliance_t, compliance_t))
         step_t = contact_vector()  # the tangential step of every contact (its diagonal block is fixed)
         for i1 in range(NC):
-            Gd = G[e, i1, i1] + compliance
+            Gd = _block(G, e, i1, i1) + compliance
             history[e, 0, i1] = _project(-(wp.inverse(Gd) * target[e, i1]), mu)
             r_t1, _disc1 = _tangent_step(Gd, relaxation)
             step_t[i1] = r_t1
         for it in range(iterations):
             for i in range(NC):
-                Gii = G[e, i, i] + compliance
+                Gii = _block(G, e, i, i) + compliance
                 p = history[e, it, i]
                 w = target[e, i] + Gii * p
                 for j in range(NC):
                     if j < i:
-                        w = w + G[e, i, j] * history[e, it + 1, j] * weight[e, j]
+                        w = w + _block(G, e, i, j) * history[e, it + 1, j] * weight[e, j]
                     elif j > i:
-                        w = w + G[e, i, j] * history[e, it, j] * weight[e, j]
+                        w = w + _block(G, e, i, j) * history[e, it, j] * weight[e, j]
                 if keep_residual != 0:
                     residual[e, it, i] = w
                 # normal first, then the tangential pair with the residual updated by the new normal impulse
@@ -167,7 +183,7 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
 
     @wp.kernel(enable_backward=False)
     def projected_gauss_seidel_adjoint(
-        G: wp.array3d(dtype=mat33),
+        G: wp.array3d(dtype=dtype),
         gap: wp.array2d(dtype=dtype),
         friction: wp.array(dtype=dtype),
         mode: int,
@@ -188,7 +204,7 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
         adj_history: wp.array3d(dtype=vec3),
         adj_target: wp.array2d(dtype=vec3),
         adj_weight: wp.array2d(dtype=dtype),
-        G_grad: wp.array3d(dtype=mat33),
+        G_grad: wp.array3d(dtype=dtype),
         c_grad: wp.array3d(dtype=dtype),
         gap_grad: wp.array2d(dtype=dtype),
         friction_grad: wp.array(dtype=dtype),
@@ -207,14 +223,14 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
         step_t = contact_vector()
         adj_step_t = contact_vector()  # adjoint of each contact's tangential step, summed over the sweeps
         for i3 in range(NC):
-            r_t3, _disc3 = _tangent_step(G[e, i3, i3] + compliance, relaxation)
+            r_t3, _disc3 = _tangent_step(_block(G, e, i3, i3) + compliance, relaxation)
             step_t[i3] = r_t3
         for itr in range(iterations):
             it = iterations - 1 - itr
             for ii in range(NC):
                 i = NC - 1 - ii
                 # recompute the forward update (it, i)
-                Gii = G[e, i, i] + compliance
+                Gii = _block(G, e, i, i) + compliance
                 p = history[e, it, i]
                 w = residual[e, it, i]
                 pn_raw = p[0] - relaxation * w[0] / Gii[0, 0]
@@ -311,17 +327,17 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
                 # w = target_i + Gii p + sum_j weight_j G_ij P_j
                 adj_target[e, i] = adj_target[e, i] + adj_w
                 adj_G = adj_G + wp.outer(adj_w, p)
-                G_grad[e, i, i] = G_grad[e, i, i] + adj_G
+                _add_block(G_grad, e, i, i, adj_G)
                 adj_p = vec3(adj_p0, adj_p1, adj_p2) + wp.transpose(Gii) * adj_w
                 adj_history[e, it, i] = adj_history[e, it, i] + adj_p
                 for j2 in range(NC):
                     if j2 != i:
-                        Gij = G[e, i, j2]
+                        Gij = _block(G, e, i, j2)
                         pj = history[e, it, j2]
                         if j2 < i:
                             pj = history[e, it + 1, j2]
                         wj = weight[e, j2]
-                        G_grad[e, i, j2] = G_grad[e, i, j2] + wp.outer(adj_w, pj) * wj
+                        _add_block(G_grad, e, i, j2, wp.outer(adj_w, pj) * wj)
                         gt_adj_w = wp.transpose(Gij) * adj_w
                         adj_weight[e, j2] = adj_weight[e, j2] + wp.dot(gt_adj_w, pj)
                         adj_pj = gt_adj_w * wj
@@ -331,7 +347,7 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
                             adj_history[e, it, j2] = adj_history[e, it, j2] + adj_pj
         # r_t = relaxation / lam, lam = (a11 + a22 + disc) / 2, once per contact
         for i4 in range(NC):
-            Gd = G[e, i4, i4] + compliance
+            Gd = _block(G, e, i4, i4) + compliance
             r_t4, disc = _tangent_step(Gd, relaxation)
             adj_lam = -r_t4 * r_t4 / relaxation * adj_step_t[i4]
             adj_d = mat33()
@@ -342,17 +358,17 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
             else:
                 adj_d[1, 1] = half * adj_lam
                 adj_d[2, 2] = half * adj_lam
-            G_grad[e, i4, i4] = G_grad[e, i4, i4] + adj_d
+            _add_block(G_grad, e, i4, i4, adj_d)
         # initial guess P0_i = proj(-(G_ii + R)^-1 target_i)
         for i1 in range(NC):
-            M = G[e, i1, i1] + compliance
+            M = _block(G, e, i1, i1) + compliance
             Minv = wp.inverse(M)
             x_init = -(Minv * target[e, i1])
             adj_x, amu_0 = _project_adjoint(x_init, mu, adj_history[e, 0, i1])
             adj_mu += amu_0
             g_vec = wp.transpose(Minv) * adj_x
             adj_target[e, i1] = adj_target[e, i1] - g_vec
-            G_grad[e, i1, i1] = G_grad[e, i1, i1] - wp.outer(g_vec, x_init)
+            _add_block(G_grad, e, i1, i1, -wp.outer(g_vec, x_init))
         # target_i = c_i + (push(g_i), 0, 0);  weight_i = sigma(g_i)
         for i0 in range(NC):
             a_t = adj_target[e, i0]

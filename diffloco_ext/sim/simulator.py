@@ -91,7 +91,7 @@ class ContactData:
     u_free: wp.array  # [N, nv] velocity after the step without contact impulses
     c: wp.array  # [N, C, 1] contact-point velocity without impulses (m/s)
     W: wp.array  # [N, nv, F] vec3 = L^-T J^T (path-sparse, a foot's three rows in one vec3)
-    G: wp.array  # [N, F, F] mat33: Delassus matrix in 3x3 blocks
+    G: wp.array  # [N, C, C] Delassus matrix
     weight: wp.array  # [N, F] smoothing weight / contact state
     target: wp.array  # [N, F] vec3 free contact velocity with penetration stabilisation (m/s)
     history: wp.array  # [N, iterations + 1, F] vec3 PGS iterates
@@ -107,7 +107,7 @@ class ContactData:
         C = 3 * F
         shapes = {
             "gap": ((N, F), s), "frame": ((N, F, 3), t.vec3), "J": ((N, C, nv), s),
-            "u_free": ((N, nv), s), "c": ((N, C, 1), s), "W": ((N, nv, F), t.vec3), "G": ((N, F, F), t.mat33),
+            "u_free": ((N, nv), s), "c": ((N, C, 1), s), "W": ((N, nv, F), t.vec3), "G": ((N, C, C), s),
             "weight": ((N, F), s), "target": ((N, F), t.vec3), "history": ((N, params.iterations + 1, F), t.vec3),
             "residual": ((N, params.iterations, F), t.vec3),
             "impulse": ((N, C, 1), s), "du_contact": ((N, nv, 1), s), "force": ((N, F), t.vec3),
