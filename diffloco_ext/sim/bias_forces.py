@@ -11,6 +11,7 @@ import functools
 
 import warp as wp
 
+from .scratch import scratch_array
 from .spatial import (
     inertia_times_motion,
     inertia_times_motion_adjoint,
@@ -215,15 +216,13 @@ def bias_forces(model, u: wp.array, kin, data, gravity, tape: wp.Tape | None = N
     def grad(array):
         if array.requires_grad and array.grad is not None:
             return array.grad
-        return wp.zeros(array.shape, dtype=array.dtype, device=array.device)
+        return scratch_array("bias_forces.unused_grad", array.shape, array.dtype, array.device)
 
     def backward() -> None:
         if d.bias.grad is None:
             return
-        scratch = [wp.empty(d.body_force_ang.shape, dtype=d.body_force_ang.dtype, device=m.device)
-                   for _ in range(2)]
-        scratch += [wp.zeros(d.body_force_ang.shape, dtype=d.body_force_ang.dtype, device=m.device)
-                    for _ in range(2)]
+        shape, vec = d.body_force_ang.shape, d.body_force_ang.dtype
+        scratch = [scratch_array(f"bias_forces.adj{i}", shape, vec, m.device, zero=i >= 2) for i in range(4)]
         wp.launch(adjoint, dim=N, device=m.device, record_tape=False, inputs=[
             u, m.body_parent, k.dof_ang, k.dof_lin, k.body_vel_ang, k.body_vel_lin, d.inertia_m, d.inertia_h,
             d.inertia_J, d.body_acc_ang, d.body_acc_lin, d.subtree_force_ang, d.subtree_force_lin, d.bias.grad,

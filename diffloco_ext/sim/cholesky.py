@@ -21,6 +21,8 @@ import functools
 
 import warp as wp
 
+from .scratch import scratch_array
+
 
 @functools.cache
 def cholesky_funcs(dtype):
@@ -153,7 +155,7 @@ def factor_and_solve(H: wp.array, dof_parent: wp.array, L: wp.array, b: wp.array
     def backward() -> None:
         if x.grad is None:
             return
-        b_bar = wp.empty_like(x, requires_grad=False)
+        b_bar = scratch_array("cholesky.b_bar", x.shape, x.dtype, x.device, zero=False)
         has_b = b.requires_grad and b.grad is not None
         has_H = H.requires_grad and H.grad is not None
         wp.launch(adjoint, dim=N, device=b.device, record_tape=False,

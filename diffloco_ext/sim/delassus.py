@@ -23,6 +23,7 @@ import torch
 import warp as wp
 
 from .cholesky import as_rows, cholesky_funcs, outer_update_func
+from .scratch import scratch_array
 from .warp_setup import warp_types
 
 
@@ -177,16 +178,19 @@ def delassus(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_start: wp
         lower_solve = lower_solve_kernel(H.dtype, C)
         row = wp.types.vector(C, H.dtype)
         W_rows = wp.array(ptr=W.ptr, shape=(N, nv), dtype=row, device=W.device)  # [N, nv, F] vec3, same memory
-        Y = wp.empty((N, nv), dtype=row, device=J.device)
+        Y = scratch_array("delassus.Y", (N, nv), row, J.device, zero=False)
         wp.launch(lower_solve, dim=N, inputs=[L, dof_parent, W_rows, Y], device=J.device, record_tape=False)
         Y_t = wp.to_torch(Y).reshape(N, nv, C)
         G_bar = wp.to_torch(G.grad)
-        T = torch.bmm(G_bar + G_bar.transpose(1, 2), Y_t.transpose(1, 2))
+        G_sym = wp.to_torch(scratch_array("delassus.G_sym", (N, C, C), H.dtype, J.device, zero=False))
+        T = wp.to_torch(scratch_array("delassus.T", (N, C, nv), H.dtype, J.device, zero=False))
+        torch.add(G_bar, G_bar.transpose(1, 2), out=G_sym)
+        torch.bmm(G_sym, Y_t.transpose(1, 2), out=T)
         if J.requires_grad and J.grad is not None:
             wp.to_torch(J.grad).add_(T)
         if H.requires_grad and H.grad is not None:
             # -Y G_bar Y^T symmetrised (same gradient upstream, see :mod:`.cholesky`)
-            wp.to_torch(H.grad).sub_(torch.bmm(Y_t, T), alpha=0.5)
+            wp.to_torch(H.grad).baddbmm_(Y_t, T, alpha=-0.5)
 
     tape.record_func(backward=backward, arrays=[H, J, G])
 
@@ -208,7 +212,7 @@ def impulse_response(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_s
     def backward() -> None:
         if u_out.grad is None:
             return
-        b_bar = wp.empty_like(du, requires_grad=False)
+        b_bar = scratch_array("impulse_response.b_bar", du.shape, du.dtype, du.device, zero=False)
         has = [a.requires_grad and a.grad is not None for a in (u_free, P, J, H)]
         wp.launch(adjoint, dim=N, device=J.device, record_tape=False, inputs=[
             L, dof_parent, foot_path_start, foot_path, J, P, as_rows(du), u_out.grad, b_bar,

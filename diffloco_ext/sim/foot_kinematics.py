@@ -18,6 +18,7 @@ import functools
 
 import warp as wp
 
+from .scratch import scratch_array
 from .warp_setup import warp_types
 
 
@@ -199,7 +200,8 @@ def foot_kinematics(model, q: wp.array, u: wp.array, tape: wp.Tape | None = None
         return foot_pos, foot_vel
 
     def backward() -> None:
-        scratch = [wp.zeros((N, B), dtype=t.mat33, **kw)] + [wp.zeros((N, B), dtype=t.vec3, **kw) for _ in range(3)]
+        scratch = [scratch_array("foot_kinematics.adj_rot", (N, B), t.mat33, m.device)]
+        scratch += [scratch_array(f"foot_kinematics.adj{i}", (N, B), t.vec3, m.device) for i in range(3)]
         has_q = q.requires_grad and q.grad is not None
         has_u = u.requires_grad and u.grad is not None
         wp.launch(adjoint, dim=N, record_tape=False, inputs=[

@@ -15,6 +15,7 @@ import functools
 
 import warp as wp
 
+from .scratch import scratch_array
 from .warp_setup import warp_types
 
 
@@ -413,13 +414,14 @@ def projected_gauss_seidel(model, params, dt: float, G, c, gap, weight, target, 
     def backward() -> None:
         if impulse.grad is None:
             return
-        kw = dict(dtype=dtype, device=model.device)
-        adj_history = wp.zeros(history.shape, dtype=vec3, device=model.device)
-        adj_target = wp.zeros((N, F), dtype=vec3, device=model.device)
-        adj_weight = wp.zeros((N, F), **kw)
+        adj_history = scratch_array("gauss_seidel.adj_history", history.shape, vec3, model.device)
+        adj_target = scratch_array("gauss_seidel.adj_target", (N, F), vec3, model.device)
+        adj_weight = scratch_array("gauss_seidel.adj_weight", (N, F), dtype, model.device)
 
         def grad_of(array, shape):
-            return array.grad if array.requires_grad and array.grad is not None else wp.zeros(shape, **kw)
+            if array.requires_grad and array.grad is not None:
+                return array.grad
+            return scratch_array("gauss_seidel.unused_grad", shape, dtype, model.device)
 
         wp.launch(adjoint, dim=N, inputs=[
             G, gap, model.friction, *scalars, weight, target, history, residual, impulse.grad, adj_history, adj_target,

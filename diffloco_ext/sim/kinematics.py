@@ -15,6 +15,7 @@ import functools
 
 import warp as wp
 
+from .scratch import scratch_array
 from .warp_setup import warp_types
 
 
@@ -212,7 +213,8 @@ def forward_kinematics(model, q: wp.array, kin, tape: wp.Tape | None = None) -> 
     def backward() -> None:
         if k.body_rot.grad is None:
             return
-        q_grad = q.grad if q.grad is not None else wp.zeros(q.shape, dtype=q.dtype, device=q.device)
+        q_grad = q.grad if q.grad is not None else scratch_array("kinematics.unused_q_grad", q.shape, q.dtype,
+                                                                 q.device)
         wp.launch(tree_adjoint, dim=m.num_envs, device=m.device, record_tape=False,
                   inputs=[q, m.body_parent, m.body_pos0, m.body_rot0, m.joint_axis, k.body_rot, k.body_pos,
                           k.body_rot.grad, k.body_pos.grad, k.dof_ang.grad, k.dof_lin.grad, q_grad])

@@ -14,6 +14,7 @@ import functools
 
 import warp as wp
 
+from .scratch import scratch_array
 from .spatial import inertia_times_motion, inertia_times_motion_adjoint, motion_dot_force
 from .warp_setup import warp_types
 
@@ -253,13 +254,13 @@ def mass_matrix(model, kin, data, tape: wp.Tape | None = None) -> None:
     def grad(array):
         if array.requires_grad and array.grad is not None:
             return array.grad
-        return wp.zeros(array.shape, dtype=array.dtype, device=array.device)
+        return scratch_array("mass_matrix.unused_grad", array.shape, array.dtype, array.device)
 
     def backward() -> None:
         if d.H.grad is None:
             return
-        scratch = [wp.zeros(d.composite_m.shape, dtype=a.dtype, device=m.device)
-                   for a in (d.composite_m, d.composite_h, d.composite_J)]
+        scratch = [scratch_array(f"mass_matrix.adj_composite{i}", d.composite_m.shape, a.dtype, m.device)
+                   for i, a in enumerate((d.composite_m, d.composite_h, d.composite_J))]
         wp.launch(adjoint, dim=N, device=m.device, record_tape=False, inputs=[
             k.body_rot, k.body_pos, m.body_mass, m.body_com, m.body_inertia, m.body_parent,
             m.ancestor_start, m.ancestor_index, k.dof_ang, k.dof_lin, d.inertia_m, d.inertia_h, d.composite_m,
