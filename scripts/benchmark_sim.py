@@ -108,9 +108,11 @@ def rollout_env_steps_per_s(sim: Simulator, steps: int, backward: bool) -> float
 
 
 def tape_mib(sim: Simulator, steps: int) -> float:
-    """MiB a ``steps``-step differentiable rollout keeps for its backward pass (values and gradient arrays)."""
-    step_bytes = StepData.allocate(sim.model, requires_grad=True, contact=sim.contact).nbytes()
-    return step_bytes * steps / 2**20
+    """MiB a ``steps``-step differentiable rollout holds for its backward pass: every step's values, and one set of
+    gradient arrays (shared by the steps' reverse passes)."""
+    values = StepData.allocate(sim.model, requires_grad=False, contact=sim.contact).nbytes()
+    with_grads = StepData.allocate(sim.model, requires_grad=True, contact=sim.contact).nbytes()
+    return (values * steps + with_grads - values) / 2**20
 
 
 def profile_stages(sim: Simulator, repeats: int = 10) -> list[tuple[str, float]]:

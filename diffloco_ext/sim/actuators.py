@@ -168,4 +168,4 @@ def actuation(model, q: wp.array, u: wp.array, control, bias: wp.array, dt: floa
             *inputs, *gains, *limits, m.joint_friction_damping, s(dt), int(m.fixed_base), rhs.grad, *grads,
             *(a.grad if has_gains else a for a in gains), bias.grad, *(int(h) for h in has), int(has_gains)])
 
-    tape.record_func(backward=backward, arrays=[rhs])
+    tape.record_func(backward=backward, arrays=[])

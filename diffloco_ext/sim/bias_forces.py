@@ -229,4 +229,4 @@ def bias_forces(model, u: wp.array, kin, data, gravity, tape: wp.Tape | None = N
             *scratch, grad(u), grad(k.dof_ang), grad(k.dof_lin), grad(k.body_vel_ang), grad(k.body_vel_lin),
             grad(d.inertia_m), grad(d.inertia_h), grad(d.inertia_J)])
 
-    tape.record_func(backward=backward, arrays=[d.bias])
+    tape.record_func(backward=backward, arrays=[])

@@ -162,4 +162,4 @@ def factor_and_solve(H: wp.array, dof_parent: wp.array, L: wp.array, b: wp.array
                   inputs=[L, dof_parent, as_rows(x), x.grad, b_bar, b.grad if has_b else b_bar,
                           as_rows(H.grad if has_H else H), int(has_b), int(has_H)])
 
-    tape.record_func(backward=backward, arrays=[H, b, x])
+    tape.record_func(backward=backward, arrays=[])

@@ -87,4 +87,4 @@ def contact_velocity(u: wp.array, du: wp.array, J: wp.array, foot_path_start: wp
             u.grad if has[0] else u_free.grad, du.grad if has[1] else c.grad, J.grad if has[2] else J,
             *(int(h) for h in has)])
 
-    tape.record_func(backward=backward, arrays=[a for a in (u, du, J, u_free, c) if a.requires_grad])
+    tape.record_func(backward=backward, arrays=[])

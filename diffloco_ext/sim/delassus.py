@@ -192,7 +192,7 @@ def delassus(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_start: wp
             # -Y G_bar Y^T symmetrised (same gradient upstream, see :mod:`.cholesky`)
             wp.to_torch(H.grad).baddbmm_(Y_t, T, alpha=-0.5)
 
-    tape.record_func(backward=backward, arrays=[H, J, G])
+    tape.record_func(backward=backward, arrays=[])
 
 
 def impulse_response(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_start: wp.array,
@@ -219,4 +219,4 @@ def impulse_response(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_s
             u_free.grad if has[0] else u_out.grad, P.grad if has[1] else P, J.grad if has[2] else J,
             as_rows(H.grad if has[3] else H), *(int(h) for h in has)])
 
-    tape.record_func(backward=backward, arrays=[H, J, P, u_free, u_out])
+    tape.record_func(backward=backward, arrays=[])

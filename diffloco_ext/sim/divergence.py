@@ -82,4 +82,4 @@ def divergence_guard(q_new: wp.array, u_new: wp.array, q_previous: wp.array, u_p
             diverged, q_out.grad, u_out.grad, q_new.grad, u_new.grad, q_previous.grad if has_q else q_out.grad,
             u_previous.grad if has_u else u_out.grad, int(has_q), int(has_u)])
 
-    tape.record_func(backward=backward, arrays=[a for a in (q_new, u_new, q_out, u_out) if a.requires_grad])
+    tape.record_func(backward=backward, arrays=[])

@@ -209,5 +209,5 @@ def foot_kinematics(model, q: wp.array, u: wp.array, tape: wp.Tape | None = None
             body_pos, body_w, foot_pos.grad, foot_vel.grad, *scratch, q.grad if has_q else q,
             u.grad if has_u else u, rot0.grad, int(has_q), int(has_u)], **kw)
 
-    tape.record_func(backward=backward, arrays=[rot0, foot_pos, foot_vel])
+    tape.record_func(backward=backward, arrays=[])
     return foot_pos, foot_vel

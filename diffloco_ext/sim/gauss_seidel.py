@@ -428,4 +428,4 @@ def projected_gauss_seidel(model, params, dt: float, G, c, gap, weight, target, 
             adj_weight, grad_of(G, G.shape), grad_of(c, c.shape), grad_of(gap, gap.shape),
             grad_of(model.friction, model.friction.shape)], device=model.device, record_tape=False)
 
-    tape.record_func(backward=backward, arrays=[G, c, gap, impulse])
+    tape.record_func(backward=backward, arrays=[])

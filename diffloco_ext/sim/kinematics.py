@@ -219,7 +219,7 @@ def forward_kinematics(model, q: wp.array, kin, tape: wp.Tape | None = None) -> 
                   inputs=[q, m.body_parent, m.body_pos0, m.body_rot0, m.joint_axis, k.body_rot, k.body_pos,
                           k.body_rot.grad, k.body_pos.grad, k.dof_ang.grad, k.dof_lin.grad, q_grad])
 
-    tape.record_func(backward=backward, arrays=[k.body_rot, k.body_pos, k.dof_ang, k.dof_lin])
+    tape.record_func(backward=backward, arrays=[])
 
 
 def body_velocities(model, u: wp.array, kin, tape: wp.Tape | None = None) -> None:
@@ -240,4 +240,4 @@ def body_velocities(model, u: wp.array, kin, tape: wp.Tape | None = None) -> Non
             u, m.body_parent, k.body_rot, k.dof_ang, k.dof_lin, k.body_vel_ang.grad, k.body_vel_lin.grad,
             u.grad if has_u else u, k.body_rot.grad, k.dof_ang.grad, k.dof_lin.grad, int(has_u)])
 
-    tape.record_func(backward=backward, arrays=[k.body_vel_ang, k.body_vel_lin])
+    tape.record_func(backward=backward, arrays=[])

@@ -268,4 +268,4 @@ def mass_matrix(model, kin, data, tape: wp.Tape | None = None) -> None:
             grad(d.inertia_h), grad(d.inertia_J), grad(k.dof_ang), grad(k.dof_lin), grad(k.body_rot),
             grad(k.body_pos), grad(m.body_mass), grad(m.body_com), grad(m.body_inertia)])
 
-    tape.record_func(backward=backward, arrays=[d.H])
+    tape.record_func(backward=backward, arrays=[])

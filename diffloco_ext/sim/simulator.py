@@ -13,7 +13,8 @@ One step of length ``dt`` (paper A, see ``shared/notes/paper.md``)::
     flag and hold diverged environments               divergence guard                 (divergence)
 
 ``step(state_in, control, state_out)`` never mutates ``state_in``. With a ``wp.Tape`` every intermediate is a
-fresh array (kept for the backward pass); without one, buffers are reused.
+fresh array kept for the backward pass (values only: gradient arrays are attached, from memory shared by all
+steps, when the tape reverses the step); without one, buffers are reused.
 """
 
 from dataclasses import dataclass, fields
@@ -34,6 +35,7 @@ from .foot_kinematics import foot_kinematics
 from .kinematics import body_velocities, forward_kinematics
 from .mass_matrix import mass_matrix
 from .model import Model
+from .scratch import scratch_array
 from .state import Control, State
 from .warp_setup import warp_types
 
@@ -174,6 +176,19 @@ class StepData:
                 if hasattr(group, name):
                     getattr(group, name).zero_()
 
+    def attach_gradients(self) -> None:
+        """Give every intermediate that a gradient flows through, and that has none yet, a zeroed gradient array
+        (``VALUES_ONLY`` ones excepted; an output whose gradient the caller seeds gets its own beforehand). The arrays are shared by all steps (:mod:`.scratch`): a taped step keeps only its values, and
+        the reverse pass of each step, which calls this first, reuses the same gradient memory."""
+        for group in (self, self.kin, self.contact):
+            if group is None:
+                continue
+            for f in fields(group):
+                value = getattr(group, f.name)
+                if (isinstance(value, wp.array) and value.grad is None and f.name not in VALUES_ONLY
+                        and f.name != "diverged"):
+                    value.grad = scratch_array(f"step_gradient.{f.name}", value.shape, value.dtype, value.device)
+
     def nbytes(self) -> int:
         """Bytes held by the step's arrays and their gradient arrays."""
         total = 0
@@ -245,9 +260,11 @@ class Simulator:
     def step(self, state_in: State, control: Control, state_out: State, tape: wp.Tape | None = None) -> StepData:
         """Advance ``state_in`` by one step into ``state_out``; record on ``tape`` when given."""
         if tape is not None:
-            data = StepData.allocate(self.model, requires_grad=True, contact=self.contact)
+            data = StepData.allocate(self.model, requires_grad=False, contact=self.contact)
             with tape:
                 self._run(state_in, control, state_out, data, tape)
+            # runs first in the backward pass: the step's gradient arrays exist only while it is reversed
+            tape.record_func(backward=data.attach_gradients, arrays=[])
         else:
             if self._buffers is None or (self._buffers.contact is not None
                                          and self._buffers.contact.history.shape[1] != self.contact.iterations + 1):

@@ -9,9 +9,9 @@ torch's autograd chains the steps, so gradients flow through whole rollouts, to 
 and the model parameters exposed by :meth:`~TorchSimulator.parameters` (zero-copy views of the Warp arrays:
 writing into them, e.g. for domain randomisation, changes the model).
 
-Memory: a step kept for backward holds its :class:`~.simulator.StepData` with gradient arrays where a gradient
-flows (``StepData.nbytes``: about 11 KB per environment for ANYmal without contact, 16 KB with contact, in
-float32) until torch frees the graph; a T-step rollout holds T of them.
+Memory: a step kept for backward holds the values of its :class:`~.simulator.StepData` (``StepData.nbytes``:
+about 7 KB per environment for ANYmal without contact, 10 KB with contact, in float32) until torch frees the
+graph; a T-step rollout holds T of them, plus one set of gradient arrays that every step's reverse pass reuses.
 """
 
 from __future__ import annotations
@@ -83,6 +83,8 @@ class _StepFunction(torch.autograd.Function):
         model = bridge.sim.model
         outputs = [(state_out.q, g_q), (state_out.u, g_u), (foot_pos, g_foot_pos), (foot_vel, g_foot_vel)]
         if force is not None:
+            if force.grad is None:  # a step's intermediates get their gradient arrays when the tape reverses it
+                force.grad = wp.empty_like(force, requires_grad=False)
             outputs.append((force, g_force))
         for arr, grad in outputs:
             if grad is not None:
