@@ -54,10 +54,39 @@ def integrator_kernels(dtype):
         for j in range(q.shape[1] - 7):
             q_out[e, 7 + j] = q[e, 7 + j] + h * half * (u_a[e, 6 + j] + u_b[e, 6 + j])
 
-    @wp.kernel
+    @wp.kernel(enable_backward=False)
     def add_velocity(u: wp.array2d(dtype=dtype), du: wp.array3d(dtype=dtype), u_out: wp.array2d(dtype=dtype)):
         """``u_out = u + du`` (``du`` a column per env, as the solves produce it)."""
-        e, k = wp.tid()
-        u_out[e, k] = u[e, k] + du[e, k, 0]
+        e = wp.tid()
+        for k in range(u.shape[1]):
+            u_out[e, k] = u[e, k] + du[e, k, 0]
 
-    return integrate_positions, add_velocity
+    @wp.kernel(enable_backward=False)
+    def add_velocity_adjoint(u_out_grad: wp.array2d(dtype=dtype), u_grad: wp.array2d(dtype=dtype),
+                             du_grad: wp.array3d(dtype=dtype), has_u: int):
+        e = wp.tid()
+        for k in range(u_out_grad.shape[1]):
+            g = u_out_grad[e, k]
+            if has_u != 0:
+                u_grad[e, k] = u_grad[e, k] + g
+            du_grad[e, k, 0] = du_grad[e, k, 0] + g
+
+    return integrate_positions, add_velocity, add_velocity_adjoint
+
+
+def add_velocity(u: wp.array, du: wp.array, u_out: wp.array, tape: wp.Tape | None = None) -> None:
+    """``u_out = u + du`` for ``u`` [N, nv] and ``du`` [N, nv, 1]; the reverse is recorded on ``tape`` when given."""
+    _, forward, adjoint = integrator_kernels(u.dtype)
+    N = u.shape[0]
+    wp.launch(forward, dim=N, inputs=[u, du, u_out], device=u.device, record_tape=False)
+    if tape is None:
+        return
+
+    def backward() -> None:
+        if u_out.grad is None or du.grad is None:
+            return
+        has_u = u.requires_grad and u.grad is not None
+        wp.launch(adjoint, dim=N, device=u.device, record_tape=False,
+                  inputs=[u_out.grad, u.grad if has_u else u_out.grad, du.grad, int(has_u)])
+
+    tape.record_func(backward=backward, arrays=[])

@@ -30,7 +30,7 @@ from .gauss_seidel import projected_gauss_seidel
 from .contact import ContactParams, contact_kernels
 from .contact_velocity import contact_velocity
 from .divergence import divergence_guard
-from .integrator import integrator_kernels
+from .integrator import add_velocity, integrator_kernels
 from .foot_kinematics import foot_kinematics
 from .kinematics import body_velocities, forward_kinematics
 from .mass_matrix import mass_matrix
@@ -224,7 +224,7 @@ class Simulator:
         self.max_speed = float(max_speed)
         self.max_distance = float(max_distance)
         d = model.dtype
-        self._integrate, self._add_velocity = integrator_kernels(d)
+        self._integrate = integrator_kernels(d)[0]
         if model.num_feet > 0:
             self._contact_geometry, self._contact_force = contact_kernels(d)
         self._buffers: StepData | None = None
@@ -279,7 +279,7 @@ class Simulator:
 
     def _run(self, s: State, c: Control, out: State, d: StepData, tape: wp.Tape | None) -> None:
         m = self.model
-        N, nv = m.num_envs, m.nv
+        N = m.num_envs
         dt = self._scalar(self.dt)
         launch = self._launch
         launch(self._integrate, N, [s.q, s.u, s.u, self._scalar(0.5 * self.dt), d.q_mid])
@@ -287,7 +287,7 @@ class Simulator:
         actuation(m, d.q_mid, s.u, c, d.bias, self.dt, d.tau, d.rhs, tape)
         factor_and_solve(d.H, m.dof_parent, d.L, d.rhs, d.du, tape)
         if d.contact is None:
-            launch(self._add_velocity, (N, nv), [s.u, d.du, d.u_new])
+            add_velocity(s.u, d.du, d.u_new, tape)
         else:
             self._contact_impulses(s, d, tape)
         launch(self._integrate, N, [s.q, s.u, d.u_new, dt, d.q_new])
@@ -297,7 +297,7 @@ class Simulator:
     def _contact_impulses(self, s: State, d: StepData, tape: wp.Tape | None) -> None:
         """Contact geometry at the midpoint, Delassus matrix, impulses and the velocity after them (``d.u_new``)."""
         m, p, cd = self.model, self.contact, d.contact
-        N, F, nv = m.num_envs, m.num_feet, m.nv
+        N, F = m.num_envs, m.num_feet
         self._launch(self._contact_geometry, (N, F), [
             d.q_mid, d.kin.body_rot, d.kin.body_pos, d.kin.dof_ang, d.kin.dof_lin, m.foot_body, m.foot_offset,
             m.foot_radius, m.ancestor_start, m.ancestor_index, m.ground_height, cd.gap, cd.frame, cd.J])
