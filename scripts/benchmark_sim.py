@@ -14,7 +14,7 @@ stricter ratio against the bare step (which skips the foot kinematics at the new
 
     python scripts/benchmark_sim.py --robot anymal_d --num-envs 1 64 1024 4096 --steps 32 --device cpu
     python scripts/benchmark_sim.py --contact smoothed
-    python scripts/benchmark_sim.py --profile        # time of each stage of the step
+    python scripts/benchmark_sim.py --profile        # time of each stage of the step and of the backward pass
     python scripts/benchmark_sim.py --json           # last line: one JSON object
 
 Times on shared machines are noisy: every figure is the best of several timings, and ratios compare
@@ -140,6 +140,50 @@ def profile_stages(sim: Simulator, repeats: int = 10) -> list[tuple[str, float]]
     return sorted(((k, v / repeats) for k, v in recorded.items()), key=lambda kv: -kv[1])
 
 
+def profile_backward(sim: Simulator, steps: int = 4, repeats: int = 3) -> list[tuple[str, float]]:
+    """Time (ms per step, best of ``repeats``) of every entry of the backward pass of a ``steps``-step rollout
+    through the torch bridge: hand-written reverse passes by the stage that records them, automatic adjoints
+    by kernel."""
+    bridge = TorchSimulator(sim)
+    model = sim.model
+    q0 = torch.tensor(model.default_q(), device=bridge.device)
+    u0 = torch.zeros((model.num_envs, model.nv), dtype=bridge.dtype, device=bridge.device)
+    target = torch.tensor(np.tile(model.default_joint_pos, (model.num_envs, 1)), device=bridge.device,
+                          requires_grad=True)
+    best: dict[str, float] = {}
+    original = wp.Tape.backward
+
+    def timed_backward(tape, loss=None, grads=None):
+        for entry in reversed(tape.launches):
+            start = time.perf_counter()
+            if callable(entry):
+                entry()
+                name = getattr(entry, "__qualname__", str(entry)).split(".<locals>")[0]
+            else:
+                kernel, dim, max_blocks, inputs, outputs, device, block_dim = entry[:7]
+                wp.launch(kernel=kernel, dim=dim, inputs=inputs, outputs=outputs, device=device, adjoint=True,
+                          adj_inputs=[tape.get_adjoint(a) for a in inputs], max_blocks=max_blocks,
+                          adj_outputs=[tape.get_adjoint(a) for a in outputs], block_dim=block_dim)
+                name = "autodiff " + kernel.key.split("__")[-1]
+            wp.synchronize()
+            timings[name] = timings.get(name, 0.0) + (time.perf_counter() - start) * 1e3 / steps
+
+    for _ in range(repeats + 1):
+        timings: dict[str, float] = {}
+        q, u, loss = q0, u0, 0.0
+        for _ in range(steps):
+            q, u, foot_pos = bridge.step(q, u, target)[:3]
+            loss = loss + q[:, 2].sum() + foot_pos[..., 2].sum()
+        wp.Tape.backward = timed_backward
+        try:
+            loss.backward()
+        finally:
+            wp.Tape.backward = original
+        for name, ms in timings.items():
+            best[name] = min(best.get(name, float("inf")), ms)
+    return sorted(best.items(), key=lambda kv: -kv[1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--robot", default="anymal_d", choices=sorted(ROBOTS))
@@ -181,6 +225,12 @@ def main() -> None:
         print(f"stage times at {args.num_envs[-1]} envs (ms per step, {total:.2f} in all):")
         for name, ms in stages:
             print(f"  {name:28s} {ms:8.3f}  {100 * ms / total:5.1f}%")
+        if not args.no_backward:
+            entries = profile_backward(sim)
+            total = sum(v for _, v in entries)
+            print(f"backward pass at {args.num_envs[-1]} envs (ms per step, {total:.2f} in all):")
+            for name, ms in entries:
+                print(f"  {name:40s} {ms:8.3f}  {100 * ms / total:5.1f}%")
     best = max(rows, key=lambda r: r["fwd_env_steps_per_s"])
     if args.json:
         print(json.dumps(dict(robot=robot.name, device=args.device, dtype=args.dtype, dt=args.dt, contact=args.contact,
