@@ -18,6 +18,7 @@ import functools
 
 import warp as wp
 
+from .kinematics import joint_funcs
 from .scratch import scratch_array
 from .warp_setup import warp_types
 
@@ -26,13 +27,7 @@ from .warp_setup import warp_types
 def foot_kinematics_kernels(dtype):
     t = warp_types(dtype)
     vec3, mat33, quat = t.vec3, t.mat33, t.quat
-    one = dtype(1.0)
-
-    @wp.func
-    def _turn(axis: vec3, angle: dtype):
-        """Rodrigues: rotation by ``angle`` about the unit ``axis``."""
-        K = wp.skew(axis)
-        return wp.identity(n=3, dtype=dtype) + K * wp.sin(angle) + (K * K) * (one - wp.cos(angle))
+    _, _joint_pose, _joint_pose_adjoint = joint_funcs(dtype)
 
     @wp.kernel
     def base_rotation(q: wp.array2d(dtype=dtype), rot0: wp.array(dtype=mat33)):
@@ -67,13 +62,10 @@ def foot_kinematics_kernels(dtype):
         body_v[e, 0] = vec3(u[e, 0], u[e, 1], u[e, 2])
         for b in range(1, body_parent.shape[0]):
             p = body_parent[b]
-            rot_p = body_rot[e, p]
-            rot_tree = rot_p * body_rot0[b]
-            r = body_pos[e, p] + rot_p * body_pos0[b]
-            axis = joint_axis[b]
-            a = rot_tree * axis
+            rot, r, a = _joint_pose(body_rot[e, p], body_pos[e, p], body_rot0[b], body_pos0[b], joint_axis[b],
+                                    q[e, 6 + b])
             qd = u[e, 5 + b]
-            body_rot[e, b] = rot_tree * _turn(axis, q[e, 6 + b])
+            body_rot[e, b] = rot
             body_pos[e, b] = r
             body_w[e, b] = body_w[e, p] + a * qd
             body_v[e, b] = body_v[e, p] + wp.cross(r, a) * qd
@@ -130,12 +122,9 @@ def foot_kinematics_kernels(dtype):
             b = num_bodies - 1 - bb
             p = body_parent[b]
             rot_p = body_rot[e, p]
-            rot_tree = rot_p * body_rot0[b]
             r = body_pos[e, b]
-            axis = joint_axis[b]
-            a = rot_tree * axis
+            a = rot_p * body_rot0[b] * joint_axis[b]
             qd = u[e, 5 + b]
-            angle = q[e, 6 + b]
             aw = adj_w[e, b]
             av = adj_v[e, b]
             # w_b = w_p + a qd;  v_b = v_p + (r x a) qd
@@ -146,20 +135,12 @@ def foot_kinematics_kernels(dtype):
             adj_a = aw * qd + wp.cross(g, r)
             if has_u != 0:
                 u_grad[e, 5 + b] = u_grad[e, 5 + b] + wp.dot(aw, a) + wp.dot(av, wp.cross(r, a))
-            # R_b = R_tree Turn(q_b);  a = R_tree axis;  R_tree = R_p R0_b;  r = r_p + R_p p0_b
-            turn = _turn(axis, angle)
-            adj_R = adj_rot[e, b]
-            adj_tree = adj_R * wp.transpose(turn) + wp.outer(adj_a, axis)
+            # the body's pose from its parent's
+            adj_rot_p, adj_angle = _joint_pose_adjoint(rot_p, body_rot0[b], body_pos0[b], joint_axis[b], q[e, 6 + b],
+                                                       adj_rot[e, b], adj_r, adj_a)
             if has_q != 0:
-                adj_turn = wp.transpose(rot_tree) * adj_R
-                K = wp.skew(axis)
-                d_turn = K * wp.cos(angle) + (K * K) * wp.sin(angle)
-                s = dtype(0.0)
-                for i in range(3):
-                    for j in range(3):
-                        s += adj_turn[i, j] * d_turn[i, j]
-                q_grad[e, 6 + b] = q_grad[e, 6 + b] + s
-            adj_rot[e, p] = adj_rot[e, p] + adj_tree * wp.transpose(body_rot0[b]) + wp.outer(adj_r, body_pos0[b])
+                q_grad[e, 6 + b] = q_grad[e, 6 + b] + adj_angle
+            adj_rot[e, p] = adj_rot[e, p] + adj_rot_p
             adj_pos[e, p] = adj_pos[e, p] + adj_r
         # base: w_0 = R_0 u[3:6], v_0 = u[0:3]
         aw0 = adj_w[e, 0]

@@ -20,7 +20,43 @@ from .warp_setup import warp_types
 
 
 @functools.cache
+def joint_funcs(dtype):
+    """Device functions of one revolute joint: a child's pose from its parent's, and the reverse of that."""
+    t = warp_types(dtype)
+    vec3, mat33 = t.vec3, t.mat33
+    one = dtype(1.0)
+
+    @wp.func
+    def joint_turn(axis: vec3, angle: dtype):
+        """Rodrigues: rotation by ``angle`` about the unit ``axis``, ``I + sin K + (1 - cos) K^2``, K = [axis]x."""
+        K = wp.skew(axis)
+        return wp.identity(n=3, dtype=dtype) + K * wp.sin(angle) + (K * K) * (one - wp.cos(angle))
+
+    @wp.func
+    def joint_pose(rot_p: mat33, pos_p: vec3, rot0: mat33, pos0: vec3, axis: vec3, angle: dtype):
+        """Child rotation and origin (``R_p R0 Turn(angle)``, ``r_p + R_p p0``) and the joint axis in the world."""
+        rot_tree = rot_p * rot0
+        return rot_tree * joint_turn(axis, angle), pos_p + rot_p * pos0, rot_tree * axis
+
+    @wp.func
+    def joint_pose_adjoint(rot_p: mat33, rot0: mat33, pos0: vec3, axis: vec3, angle: dtype, adj_rot: mat33,
+                           adj_pos: vec3, adj_axis: vec3):
+        """Reverse of :func:`joint_pose` for the adjoints of its three outputs: the adjoint it adds to the parent's
+        rotation and the angle's (the parent's origin receives ``adj_pos`` unchanged)."""
+        rot_tree = rot_p * rot0
+        turn = joint_turn(axis, angle)
+        adj_tree = adj_rot * wp.transpose(turn) + wp.outer(adj_axis, axis)
+        K = wp.skew(axis)
+        d_turn = K * wp.cos(angle) + (K * K) * wp.sin(angle)
+        adj_angle = wp.ddot(wp.transpose(rot_tree) * adj_rot, d_turn)
+        return adj_tree * wp.transpose(rot0) + wp.outer(adj_pos, pos0), adj_angle
+
+    return joint_turn, joint_pose, joint_pose_adjoint
+
+
+@functools.cache
 def kinematics_kernels(dtype):
+    _, _joint_pose, _joint_pose_adjoint = joint_funcs(dtype)
     t = warp_types(dtype)
     vec3, mat33, quat = t.vec3, t.mat33, t.quat
     zero = dtype(0.0)
@@ -57,12 +93,6 @@ def kinematics_kernels(dtype):
         dof_lin[e, 4] = vec3(zero, zero, zero)
         dof_lin[e, 5] = vec3(zero, zero, zero)
 
-    @wp.func
-    def _joint_turn(axis: vec3, angle: dtype):
-        """Rodrigues: rotation by ``angle`` about the unit ``axis``, ``I + sin K + (1 - cos) K^2``, K = [axis]x."""
-        K = wp.skew(axis)
-        return wp.identity(n=3, dtype=dtype) + K * wp.sin(angle) + (K * K) * (one - wp.cos(angle))
-
     @wp.kernel(enable_backward=False)
     def tree_kinematics(
         q: wp.array2d(dtype=dtype),
@@ -79,13 +109,10 @@ def kinematics_kernels(dtype):
         e = wp.tid()
         for b in range(1, body_parent.shape[0]):
             p = body_parent[b]
-            rot_p = body_rot[e, p]
-            rot_tree = rot_p * body_rot0[b]
-            r = body_pos[e, p] + rot_p * body_pos0[b]
-            axis_local = joint_axis[b]
-            body_rot[e, b] = rot_tree * _joint_turn(axis_local, q[e, 6 + b])
+            rot, r, a = _joint_pose(body_rot[e, p], body_pos[e, p], body_rot0[b], body_pos0[b], joint_axis[b],
+                                    q[e, 6 + b])
+            body_rot[e, b] = rot
             body_pos[e, b] = r
-            a = rot_tree * axis_local
             dof_ang[e, 5 + b] = a
             dof_lin[e, 5 + b] = wp.cross(r, a)
 
@@ -112,27 +139,15 @@ def kinematics_kernels(dtype):
             b = num_bodies - 1 - bb
             p = body_parent[b]
             rot_p = body_rot[e, p]
-            rot_tree = rot_p * body_rot0[b]
             r = body_pos[e, b]
-            axis_local = joint_axis[b]
-            a = rot_tree * axis_local
-            angle = q[e, 6 + b]
-            turn = _joint_turn(axis_local, angle)
+            a = rot_p * body_rot0[b] * joint_axis[b]
             adj_lin = dof_lin_grad[e, 5 + b]
             adj_r = body_pos_grad[e, b] + wp.cross(a, adj_lin)
             adj_a = dof_ang_grad[e, 5 + b] + wp.cross(adj_lin, r)
-            adj_R = body_rot_grad[e, b]
-            adj_tree = adj_R * wp.transpose(turn) + wp.outer(adj_a, axis_local)
-            adj_turn = wp.transpose(rot_tree) * adj_R
-            K = wp.skew(axis_local)
-            d_turn = K * wp.cos(angle) + (K * K) * wp.sin(angle)
-            adj_angle = dtype(0.0)
-            for i in range(3):
-                for j in range(3):
-                    adj_angle += adj_turn[i, j] * d_turn[i, j]
+            adj_rot_p, adj_angle = _joint_pose_adjoint(rot_p, body_rot0[b], body_pos0[b], joint_axis[b], q[e, 6 + b],
+                                                       body_rot_grad[e, b], adj_r, adj_a)
             q_grad[e, 6 + b] = q_grad[e, 6 + b] + adj_angle
-            body_rot_grad[e, p] = body_rot_grad[e, p] + adj_tree * wp.transpose(body_rot0[b]) + wp.outer(
-                adj_r, body_pos0[b])
+            body_rot_grad[e, p] = body_rot_grad[e, p] + adj_rot_p
             body_pos_grad[e, p] = body_pos_grad[e, p] + adj_r
 
     @wp.kernel(enable_backward=False)
