@@ -4,13 +4,18 @@ One step of length ``dt`` (paper A, see ``shared/notes/paper.md``)::
 
     q_M = q_A + dt/2 u_A                              half step to the midpoint        (integrator)
     kinematics, H(q_M), bias(q_M, u_A)                kinematics, CRBA, RNEA           (kinematics, mass_matrix, bias_forces)
-    tau = PD/DC-motor(q_M, u_A, control)              actuation                        (actuators)
+    tau = PD/DC-motor(q_M, u_A, control)              actuation, step impulse          (actuators)
     L = chol(H); du = H^-1 dt (tau - bias)            factor and solve                 (cholesky)
-    gap, J(q_M); G = J H^-1 J^T; c = J (u_A + du)      contact candidates, Delassus     (contact, delassus)
-    P = PGS(G, c) (soft: with compliance)              impulses (smoothed/hard/soft)    (contact)
-    u_E = u_A + du + H^-1 J^T P                       velocity update
+    gap, J(q_M); u_free = u_A + du; c = J u_free      contact candidates, velocities   (contact, contact_velocity)
+    G = J H^-1 J^T                                    Delassus matrix                  (delassus)
+    P = PGS(G, c) (soft: with compliance)             impulses (smoothed/hard/soft)    (gauss_seidel)
+    u_E = u_free + H^-1 J^T P   (no contact: u_A + du) velocity update                 (delassus; integrator)
     q_E = q_A + dt/2 (u_A + u_E)                      trapezoidal position update      (integrator)
     flag and hold diverged environments               divergence guard                 (divergence)
+
+Every stage has a hand-written reverse pass recorded with ``Tape.record_func``, except a few small kernels left
+to Warp's automatic adjoint (base orientation, contact geometry, position update, contact force); temporaries of
+the reverse passes come from :mod:`.scratch`.
 
 ``step(state_in, control, state_out)`` never mutates ``state_in``. With a ``wp.Tape`` every intermediate is a
 fresh array kept for the backward pass (values only: gradient arrays are attached, from memory shared by all
