@@ -166,7 +166,7 @@ def contact_kernels(dtype):
             J[e, 3 * f + 1, k] = wp.dot(t1, v)
             J[e, 3 * f + 2, k] = wp.dot(t2, v)
 
-    @wp.kernel
+    @wp.kernel(enable_backward=False)
     def contact_force_world(
         impulse: wp.array3d(dtype=dtype),
         frame: wp.array3d(dtype=vec3),
@@ -174,10 +174,46 @@ def contact_kernels(dtype):
         force: wp.array2d(dtype=vec3),
     ):
         """Average contact force on each foot over the step, world frame (N)."""
-        e, i = wp.tid()
-        force[e, i] = (frame[e, i, 0] * impulse[e, 3 * i, 0] + frame[e, i, 1] * impulse[e, 3 * i + 1, 0]
-                       + frame[e, i, 2] * impulse[e, 3 * i + 2, 0]) * inv_dt
+        e = wp.tid()
+        for i in range(force.shape[1]):
+            force[e, i] = (frame[e, i, 0] * impulse[e, 3 * i, 0] + frame[e, i, 1] * impulse[e, 3 * i + 1, 0]
+                           + frame[e, i, 2] * impulse[e, 3 * i + 2, 0]) * inv_dt
 
-    return contact_geometry, contact_force_world
+    @wp.kernel(enable_backward=False)
+    def contact_force_world_adjoint(
+        impulse: wp.array3d(dtype=dtype),
+        frame: wp.array3d(dtype=vec3),
+        inv_dt: dtype,
+        force_grad: wp.array2d(dtype=vec3),
+        impulse_grad: wp.array3d(dtype=dtype),
+        frame_grad: wp.array3d(dtype=vec3),
+    ):
+        e = wp.tid()
+        for i in range(force_grad.shape[1]):
+            g = force_grad[e, i] * inv_dt
+            for r in range(3):
+                impulse_grad[e, 3 * i + r, 0] = impulse_grad[e, 3 * i + r, 0] + wp.dot(frame[e, i, r], g)
+                frame_grad[e, i, r] = frame_grad[e, i, r] + g * impulse[e, 3 * i + r, 0]
+
+    return contact_geometry, contact_force_world, contact_force_world_adjoint
+
+
+def contact_force(impulse: wp.array, frame: wp.array, dt: float, force: wp.array, tape: wp.Tape | None = None) -> None:
+    """Mean contact force on each foot over the step, world frame (N), [N, F] vec3, from the impulses [N, 3F, 1]
+    in the contact frames [N, F, 3]; the reverse is recorded on ``tape`` when given."""
+    _, forward, adjoint = contact_kernels(impulse.dtype)
+    N = impulse.shape[0]
+    inv_dt = impulse.dtype(1.0 / dt)
+    wp.launch(forward, dim=N, inputs=[impulse, frame, inv_dt, force], device=impulse.device, record_tape=False)
+    if tape is None:
+        return
+
+    def backward() -> None:
+        if force.grad is None or impulse.grad is None or frame.grad is None:
+            return
+        wp.launch(adjoint, dim=N, inputs=[impulse, frame, inv_dt, force.grad, impulse.grad, frame.grad],
+                  device=impulse.device, record_tape=False)
+
+    tape.record_func(backward=backward, arrays=[])
 
 

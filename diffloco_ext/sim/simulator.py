@@ -32,7 +32,7 @@ from .bias_forces import bias_forces
 from .cholesky import factor_and_solve
 from .delassus import delassus, impulse_response
 from .gauss_seidel import projected_gauss_seidel
-from .contact import ContactParams, contact_kernels
+from .contact import ContactParams, contact_force, contact_kernels
 from .contact_velocity import contact_velocity
 from .divergence import divergence_guard
 from .integrator import add_velocity, integrator_kernels
@@ -231,7 +231,7 @@ class Simulator:
         d = model.dtype
         self._integrate = integrator_kernels(d)[0]
         if model.num_feet > 0:
-            self._contact_geometry, self._contact_force = contact_kernels(d)
+            self._contact_geometry = contact_kernels(d)[0]
         self._buffers: StepData | None = None
         self._scalar = d
         self._gravity = warp_types(d).vec3(*model.gravity)
@@ -312,7 +312,7 @@ class Simulator:
                                cd.impulse, tape)
         impulse_response(d.H, d.L, m.dof_parent, m.foot_path_start, m.foot_path, cd.J, cd.W, cd.impulse,
                          cd.u_free, cd.du_contact, d.u_new, tape)
-        self._launch(self._contact_force, (N, F), [cd.impulse, cd.frame, self._scalar(1.0 / self.dt), cd.force])
+        contact_force(cd.impulse, cd.frame, self.dt, cd.force, tape)
 
     def kinematics(self, q: wp.array, u: wp.array, k: KinematicsData, tape: wp.Tape | None = None) -> None:
         """Forward kinematics, motion subspace and body velocities of ``(q, u)`` into ``k``."""

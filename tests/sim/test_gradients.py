@@ -30,11 +30,14 @@ def setup():
 
 
 def scalar_loss(bridge, q, u, targets, weights, steps):
+    """Weighted sum of the step outputs over the rollout: q, u, foot positions and velocities, and the contact
+    forces when a fifth weight is given."""
     total = 0.0
     for _ in range(steps):
-        q, u, foot_pos, foot_vel = bridge.step(q, u, targets)[:4]
-        for out, w in zip((q, u, foot_pos, foot_vel), weights):
-            total = total + (out * w).sum()
+        out = bridge.step(q, u, targets)
+        q, u = out.q, out.u
+        for value, w in zip((out.q, out.u, out.foot_pos, out.foot_vel, out.contact_force), weights):
+            total = total + (value * w).sum()
     return total
 
 
