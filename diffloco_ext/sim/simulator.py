@@ -14,7 +14,7 @@ One step of length ``dt`` (paper A, see ``shared/notes/paper.md``)::
     flag and hold diverged environments               divergence guard                 (divergence)
 
 Every stage has a hand-written reverse pass recorded with ``Tape.record_func``, except a few small kernels left
-to Warp's automatic adjoint (base orientation, contact geometry, position update, contact force); temporaries of
+to Warp's automatic adjoint (base orientation, contact geometry, position update); temporaries of
 the reverse passes come from :mod:`.scratch`.
 
 ``step(state_in, control, state_out)`` never mutates ``state_in``. With a ``wp.Tape`` every intermediate is a
