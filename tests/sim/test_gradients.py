@@ -134,3 +134,21 @@ def test_a_diverged_env_passes_its_gradient_to_the_state_it_keeps(setup):
     out = bridge.step(q_in, u_in, targets)
     out.u[0].sum().backward()  # the healthy env's gradient goes through the dynamics
     assert torch.any(u_in.grad[0] != 0) and torch.all(u_in.grad[1] == 0)
+
+
+def test_gradient_memory_shared_between_steps_and_simulators_leaks_nothing(setup):
+    """Steps' reverse passes share gradient and scratch arrays (``sim/scratch.py``): the same rollout gives the
+    same gradient every time, also when another simulator of the same shapes is reversed in between."""
+    bridge, q, u, targets, weights, _ = setup
+    other = TorchSimulator(Simulator(build_model(get_robot("anymal_d"), 2, dtype="float64"), dt=0.005,
+                                     contact="smoothed"))
+
+    def gradient(b, steps=4):
+        t = targets.clone().requires_grad_(True)
+        scalar_loss(b, q, u, t, weights, steps).backward()
+        return t.grad
+
+    first = gradient(bridge)
+    gradient(other)
+    torch.testing.assert_close(gradient(bridge), first, rtol=0, atol=0)
+    assert torch.any(first != 0)
