@@ -54,13 +54,11 @@ def cholesky_funcs(dtype):
 
 
 def as_rows(a: wp.array) -> wp.array:
-    """Zero-copy view of a contiguous [N, n, n] array as [N, n] rows (vectors of n), or of [N, n, 1] as [N]."""
+    """Zero-copy view of an [N, n, n] array as [N, n] rows (vectors of n), or of [N, n, 1] as [N]
+    (``wp.array.view``)."""
     n = a.shape[1]
-    row = wp.types.vector(n, a.dtype)
-    shape = (a.shape[0], n) if a.shape[2] == n else (a.shape[0],)
-    if a.shape[2] not in (1, n) or not a.is_contiguous:
-        raise ValueError(f"as_rows: expected a contiguous [N, n, n] or [N, n, 1] array, got {a.shape}")
-    return wp.array(ptr=a.ptr, shape=shape, dtype=row, device=a.device)
+    flat = a if a.shape[2] == n else a.reshape((a.shape[0], n))
+    return flat.view(wp.types.vector(n, a.dtype))
 
 
 @functools.cache

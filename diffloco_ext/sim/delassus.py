@@ -177,7 +177,7 @@ def delassus(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_start: wp
             return
         lower_solve = lower_solve_kernel(H.dtype, C)
         row = wp.types.vector(C, H.dtype)
-        W_rows = wp.array(ptr=W.ptr, shape=(N, nv), dtype=row, device=W.device)  # [N, nv, F] vec3, same memory
+        W_rows = W.view(H.dtype).reshape((N, nv, C)).view(row)  # [N, nv, F] vec3 as [N, nv] rows, same memory
         Y = scratch_array("delassus.Y", (N, nv), row, J.device, zero=False)
         wp.launch(lower_solve, dim=N, inputs=[L, dof_parent, W_rows, Y], device=J.device, record_tape=False)
         Y_t = wp.to_torch(Y).reshape(N, nv, C)
