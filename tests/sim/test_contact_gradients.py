@@ -62,7 +62,8 @@ def inputs_for(mode, robot, q, u, rng):
     return q, u, targets
 
 
-CASES = [(mode, wrt) for mode in ("smoothed", "hard", "soft") for wrt in ("joint_target", "q0", "u0", "friction")
+CASES = [(mode, wrt) for mode in ("smoothed", "hard", "soft")
+         for wrt in ("joint_target", "q0", "u0", "friction", "body_mass", "body_inertia")
          # sticking hard contacts inside the cone do not depend on mu: checked separately (zero gradient)
          if not (mode == "hard" and wrt == "friction")]
 
