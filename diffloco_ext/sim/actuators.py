@@ -20,6 +20,8 @@ import functools
 
 import warp as wp
 
+from .adjoint import input_grad
+
 
 @functools.cache
 def actuator_kernels(dtype):
@@ -159,13 +161,13 @@ def actuation(model, q: wp.array, u: wp.array, control, bias: wp.array, dt: floa
         if rhs.grad is None:
             return
         has = [a.requires_grad and a.grad is not None for a in inputs]
-        has_gains = all(a.requires_grad and a.grad is not None for a in gains)
+        has_gains = any(a.requires_grad and a.grad is not None for a in gains)  # stand-in for the other one
         has_bias = bias.requires_grad and bias.grad is not None
         if not has_bias:
             raise RuntimeError("actuation: the bias forces must carry a gradient on a taped step")
         grads = [a.grad if h else a for a, h in zip(inputs, has)]
         wp.launch(adjoint, dim=m.num_envs, device=m.device, record_tape=False, inputs=[
             *inputs, *gains, *limits, m.joint_friction_damping, s(dt), int(m.fixed_base), rhs.grad, *grads,
-            *(a.grad if has_gains else a for a in gains), bias.grad, *(int(h) for h in has), int(has_gains)])
+            *(input_grad("actuation", a)[0] for a in gains), bias.grad, *(int(h) for h in has), int(has_gains)])
 
     tape.record_func(backward=backward, arrays=[])

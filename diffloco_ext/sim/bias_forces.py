@@ -11,6 +11,7 @@ import functools
 
 import warp as wp
 
+from .adjoint import input_grad, output_grad
 from .scratch import scratch_array
 from .spatial import (
     inertia_times_motion,
@@ -30,7 +31,7 @@ def bias_force_kernels(dtype):
     @wp.kernel(enable_backward=False)
     def body_bias_forces(
         u: wp.array2d(dtype=dtype),
-        gravity: vec3,
+        gravity: wp.array(dtype=vec3),
         body_parent: wp.array(dtype=wp.int32),
         dof_ang: wp.array2d(dtype=vec3),
         dof_lin: wp.array2d(dtype=vec3),
@@ -53,7 +54,7 @@ def bias_force_kernels(dtype):
             w = body_vel_ang[e, b]
             v = body_vel_lin[e, b]
             acc_ang = vec3(dtype(0.0), dtype(0.0), dtype(0.0))
-            acc_lin = -wp.cross(w, v) - gravity
+            acc_lin = -wp.cross(w, v) - gravity[e]
             if b > 0:
                 p = body_parent[b]
                 qd = u[e, 5 + b]
@@ -198,14 +199,14 @@ def bias_force_kernels(dtype):
     return body_bias_forces, project_bias, body_bias_forces_adjoint
 
 
-def bias_forces(model, u: wp.array, kin, data, gravity, tape: wp.Tape | None = None) -> None:
+def bias_forces(model, u: wp.array, kin, data, tape: wp.Tape | None = None) -> None:
     """Body accelerations and forces and their subtree sums into ``data``, then ``bias``; with a ``tape``, the
     hand-written reverse of both is recorded in their place."""
     rnea, project, adjoint = bias_force_kernels(model.dtype)
     m, k, d = model, kin, data
     N = m.num_envs
     wp.launch(rnea, dim=N, device=m.device, record_tape=False, inputs=[
-        u, gravity, m.body_parent, k.dof_ang, k.dof_lin, k.body_vel_ang, k.body_vel_lin, d.inertia_m, d.inertia_h,
+        u, m.gravity, m.body_parent, k.dof_ang, k.dof_lin, k.body_vel_ang, k.body_vel_lin, d.inertia_m, d.inertia_h,
         d.inertia_J, d.body_acc_ang, d.body_acc_lin, d.body_force_ang, d.body_force_lin, d.subtree_force_ang,
         d.subtree_force_lin])
     wp.launch(project, dim=N, device=m.device, record_tape=False,
@@ -213,19 +214,16 @@ def bias_forces(model, u: wp.array, kin, data, gravity, tape: wp.Tape | None = N
     if tape is None:
         return
 
-    def grad(array):
-        if array.requires_grad and array.grad is not None:
-            return array.grad
-        return scratch_array("bias_forces.unused_grad", array.shape, array.dtype, array.device)
+    def grad(array):  # the kernel adds into every one: a stand-in for an input nobody differentiates
+        return input_grad("bias_forces", array)[0]
 
     def backward() -> None:
-        if d.bias.grad is None:
-            return
+        bias_grad = output_grad("bias_forces", "bias", d.bias)
         shape, vec = d.body_force_ang.shape, d.body_force_ang.dtype
         scratch = [scratch_array(f"bias_forces.adj{i}", shape, vec, m.device, zero=i >= 2) for i in range(4)]
         wp.launch(adjoint, dim=N, device=m.device, record_tape=False, inputs=[
             u, m.body_parent, k.dof_ang, k.dof_lin, k.body_vel_ang, k.body_vel_lin, d.inertia_m, d.inertia_h,
-            d.inertia_J, d.body_acc_ang, d.body_acc_lin, d.subtree_force_ang, d.subtree_force_lin, d.bias.grad,
+            d.inertia_J, d.body_acc_ang, d.body_acc_lin, d.subtree_force_ang, d.subtree_force_lin, bias_grad,
             *scratch, grad(u), grad(k.dof_ang), grad(k.dof_lin), grad(k.body_vel_ang), grad(k.body_vel_lin),
             grad(d.inertia_m), grad(d.inertia_h), grad(d.inertia_J)])
 

@@ -21,6 +21,7 @@ import functools
 
 import warp as wp
 
+from .adjoint import input_grad, output_grad
 from .scratch import scratch_array
 
 
@@ -151,13 +152,11 @@ def factor_and_solve(H: wp.array, dof_parent: wp.array, L: wp.array, b: wp.array
         return
 
     def backward() -> None:
-        if x.grad is None:
-            return
+        x_grad = output_grad("factor_and_solve", "x", x)
         b_bar = scratch_array("cholesky.b_bar", x.shape, x.dtype, x.device, zero=False)
-        has_b = b.requires_grad and b.grad is not None
-        has_H = H.requires_grad and H.grad is not None
+        b_grad, has_b = input_grad("factor_and_solve.b", b)
+        H_grad, has_H = input_grad("factor_and_solve.H", H)
         wp.launch(adjoint, dim=N, device=b.device, record_tape=False,
-                  inputs=[L, dof_parent, as_rows(x), x.grad, b_bar, b.grad if has_b else b_bar,
-                          as_rows(H.grad if has_H else H), int(has_b), int(has_H)])
+                  inputs=[L, dof_parent, as_rows(x), x_grad, b_bar, b_grad, as_rows(H_grad), has_b, has_H])
 
     tape.record_func(backward=backward, arrays=[])

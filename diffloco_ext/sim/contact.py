@@ -32,10 +32,12 @@ Ground: a horizontal plane per environment at height ``ground_height`` (m); the 
 """
 
 import functools
+import math
 from dataclasses import dataclass
 
 import warp as wp
 
+from .adjoint import output_grad
 from .warp_setup import warp_types
 
 CONTACT_MODES = ("smoothed", "hard", "soft", "none")
@@ -44,22 +46,27 @@ _MODE_ID = {"smoothed": 0, "hard": 1}
 
 @dataclass
 class ContactParams:
-    """Contact model settings (SI units).
+    """Contact model settings (SI units), validated whenever a field is set.
+
+    Every assignment re-checks the whole set (``params.kappa = -300`` raises, and the old value stays), so a
+    simulator that reads these settings at every step never runs with an invalid one. ``stabilization`` left at
+    ``None`` follows the mode (:attr:`effective_stabilization`), so ``params.mode = "hard"`` gets hard contact's
+    default, exactly as a fresh ``ContactParams("hard")`` would.
 
     Attributes:
         mode: ``"smoothed"``, ``"hard"``, ``"soft"`` or ``"none"``.
-        kappa: Sigmoid sharpness of smoothed contact (1/m). Changeable between steps.
-        iterations: Projected Gauss-Seidel iterations (fixed count: the unrolled solve is differentiated).
-        col_height: Candidates farther than this above the ground get no impulse (m).
-        soft_stiffness: Penalty normal stiffness k_p (N/m).
-        soft_damping: Penalty normal damping k_d on the approach velocity (N s/m).
-        soft_friction_damping: Friction damping k_f of the regularised Coulomb law (N s/m).
+        kappa: Sigmoid sharpness of smoothed contact (1/m), > 0. Changeable between steps.
+        iterations: Projected Gauss-Seidel iterations (fixed count, >= 1: the unrolled solve is differentiated).
+        col_height: Candidates farther than this above the ground get no impulse (m), >= 0.
+        soft_stiffness: Penalty normal stiffness k_p (N/m), > 0.
+        soft_damping: Penalty normal damping k_d on the approach velocity (N s/m), >= 0.
+        soft_friction_damping: Friction damping k_f of the regularised Coulomb law (N s/m), > 0.
         stabilization: Fraction of a penetration removed per step (Baumgarte-style): a penetrating contact
             (gap ``g < 0``) asks for a separating normal velocity ``-stabilization * g / dt``. It bounds the
             penetration that a fixed, finite number of Gauss-Seidel iterations would otherwise let drift.
             ``None``: 0.2 in hard mode, 0 in smoothed mode (smoothed contact stands where ``sigma ~ 1``, below
             the surface: pushing it back to ``g = 0``, where ``sigma = 0.5``, halves friction and the robot slips).
-        relaxation: Over-relaxation of the Gauss-Seidel steps (1 = plain Gauss-Seidel).
+        relaxation: Over-relaxation of the Gauss-Seidel steps (1 = plain Gauss-Seidel), in (0, 2).
         slop: Penetration the stabilisation leaves in place (m): it pushes towards ``g = -slop``, so a resting
             contact stays active instead of flickering on and off at ``g = 0`` (which lets feet creep).
         max_push_speed: Cap on the separating velocity the stabilisation asks for (m/s): a deep penetration
@@ -78,24 +85,53 @@ class ContactParams:
     slop: float = 5.0e-4
     max_push_speed: float = 0.05
 
+    def __setattr__(self, name: str, value) -> None:
+        if name not in self.__dataclass_fields__:
+            raise AttributeError(f"ContactParams has no setting '{name}': use one of {tuple(self.__dataclass_fields__)}")
+        initialised = all(f in self.__dict__ for f in self.__dataclass_fields__)
+        old = self.__dict__.get(name)
+        object.__setattr__(self, name, value)
+        if initialised:
+            try:
+                self.validate()
+            except (ValueError, TypeError):
+                object.__setattr__(self, name, old)
+                raise
+
     def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the first invalid setting."""
         if self.mode not in CONTACT_MODES:
             raise ValueError(f"unknown contact mode '{self.mode}': use one of {CONTACT_MODES}")
-        if self.iterations < 1:
-            raise ValueError("iterations must be >= 1")
-        if not self.kappa > 0:
-            raise ValueError("kappa must be positive")
-        if self.stabilization is None:
-            self.stabilization = 0.2 if self.mode == "hard" else 0.0
-        if not 0.0 <= self.stabilization < 1.0:
-            raise ValueError("stabilization must be in [0, 1)")
+        if isinstance(self.iterations, bool) or not isinstance(self.iterations, int) or self.iterations < 1:
+            raise ValueError(f"iterations must be an integer >= 1, got {self.iterations!r}")
+        checks = (("kappa", lambda x: x > 0, "> 0"), ("col_height", lambda x: x >= 0, ">= 0"),
+                  ("soft_stiffness", lambda x: x > 0, "> 0"), ("soft_damping", lambda x: x >= 0, ">= 0"),
+                  ("soft_friction_damping", lambda x: x > 0, "> 0"), ("relaxation", lambda x: 0 < x < 2, "in (0, 2)"),
+                  ("slop", lambda x: x >= 0, ">= 0"), ("max_push_speed", lambda x: x > 0, "> 0"))
+        for name, ok, text in checks:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not ok(value):
+                raise ValueError(f"contact setting {name} must be a finite number {text}, got {value!r}")
+        s = self.stabilization
+        if s is not None and (isinstance(s, bool) or not isinstance(s, (int, float)) or not 0.0 <= s < 1.0):
+            raise ValueError(f"stabilization must be None or in [0, 1), got {s!r}")
+
+    @property
+    def effective_stabilization(self) -> float:
+        """``stabilization``, or the mode's default when it is ``None`` (0.2 hard, 0 otherwise)."""
+        if self.stabilization is not None:
+            return float(self.stabilization)
+        return 0.2 if self.mode == "hard" else 0.0
 
     def solver_terms(self, dt: float) -> tuple[int, float, float, float, float, float]:
         """(weight mode, gap rate (1/s), gap offset (m), max push (m/s), normal and tangential compliance (s/kg))."""
         if self.mode == "soft":
             k, d, kf = self.soft_stiffness, self.soft_damping, self.soft_friction_damping
             return 1, k / (k * dt + d), 0.0, 1.0e30, 1.0 / (dt * (k * dt + d)), 1.0 / (dt * kf)
-        return _MODE_ID[self.mode], self.stabilization / dt, self.slop, self.max_push_speed, 0.0, 0.0
+        return _MODE_ID[self.mode], self.effective_stabilization / dt, self.slop, self.max_push_speed, 0.0, 0.0
 
 
 @functools.cache
@@ -209,10 +245,9 @@ def contact_force(impulse: wp.array, frame: wp.array, dt: float, force: wp.array
         return
 
     def backward() -> None:
-        if force.grad is None or impulse.grad is None or frame.grad is None:
-            return
-        wp.launch(adjoint, dim=N, inputs=[impulse, frame, inv_dt, force.grad, impulse.grad, frame.grad],
-                  device=impulse.device, record_tape=False)
+        grads = [output_grad("contact_force", name, a) for name, a in
+                 (("force", force), ("impulse", impulse), ("frame", frame))]
+        wp.launch(adjoint, dim=N, inputs=[impulse, frame, inv_dt, *grads], device=impulse.device, record_tape=False)
 
     tape.record_func(backward=backward, arrays=[])
 

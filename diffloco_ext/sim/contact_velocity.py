@@ -15,6 +15,7 @@ import functools
 
 import warp as wp
 
+from .adjoint import input_grad, output_grad
 from .warp_setup import warp_types
 
 
@@ -79,12 +80,9 @@ def contact_velocity(u: wp.array, du: wp.array, J: wp.array, foot_path_start: wp
         return
 
     def backward() -> None:
-        if c.grad is None or u_free.grad is None:
-            return
-        has = [a.requires_grad and a.grad is not None for a in (u, du, J)]
+        outs = [output_grad("contact_velocity", name, a) for name, a in (("c", c), ("u_free", u_free))]
+        ins = [input_grad(f"contact_velocity.{name}", a) for name, a in (("u", u), ("du", du), ("J", J))]
         wp.launch(adjoint, dim=N, device=u.device, record_tape=False, inputs=[
-            J, u_free, foot_path_start, foot_path, c.grad, u_free.grad,
-            u.grad if has[0] else u_free.grad, du.grad if has[1] else c.grad, J.grad if has[2] else J,
-            *(int(h) for h in has)])
+            J, u_free, foot_path_start, foot_path, *outs, *(g for g, _ in ins), *(h for _, h in ins)])
 
     tape.record_func(backward=backward, arrays=[])

@@ -23,6 +23,7 @@ import torch
 import warp as wp
 
 from .cholesky import as_rows, cholesky_funcs, outer_update_func
+from .adjoint import has_grad, input_grad, output_grad
 from .scratch import scratch_array
 from .warp_setup import warp_types
 
@@ -173,22 +174,21 @@ def delassus(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_start: wp
         return
 
     def backward() -> None:
-        if G.grad is None:
-            return
+        G_grad = output_grad("delassus", "G", G)
         lower_solve = lower_solve_kernel(H.dtype, C)
         row = wp.types.vector(C, H.dtype)
         W_rows = W.view(H.dtype).reshape((N, nv, C)).view(row)  # [N, nv, F] vec3 as [N, nv] rows, same memory
         Y = scratch_array("delassus.Y", (N, nv), row, J.device, zero=False)
         wp.launch(lower_solve, dim=N, inputs=[L, dof_parent, W_rows, Y], device=J.device, record_tape=False)
         Y_t = wp.to_torch(Y).reshape(N, nv, C)
-        G_bar = wp.to_torch(G.grad)
+        G_bar = wp.to_torch(G_grad)
         G_sym = wp.to_torch(scratch_array("delassus.G_sym", (N, C, C), H.dtype, J.device, zero=False))
         T = wp.to_torch(scratch_array("delassus.T", (N, C, nv), H.dtype, J.device, zero=False))
         torch.add(G_bar, G_bar.transpose(1, 2), out=G_sym)
         torch.bmm(G_sym, Y_t.transpose(1, 2), out=T)
-        if J.requires_grad and J.grad is not None:
+        if has_grad(J):
             wp.to_torch(J.grad).add_(T)
-        if H.requires_grad and H.grad is not None:
+        if has_grad(H):
             # -Y G_bar Y^T symmetrised (same gradient upstream, see :mod:`.cholesky`)
             wp.to_torch(H.grad).baddbmm_(Y_t, T, alpha=-0.5)
 
@@ -210,13 +210,12 @@ def impulse_response(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_s
         return
 
     def backward() -> None:
-        if u_out.grad is None:
-            return
+        u_out_grad = output_grad("impulse_response", "u_out", u_out)
         b_bar = scratch_array("impulse_response.b_bar", du.shape, du.dtype, du.device, zero=False)
-        has = [a.requires_grad and a.grad is not None for a in (u_free, P, J, H)]
+        ins = [input_grad(f"impulse_response.{name}", a) for name, a in (("u_free", u_free), ("P", P), ("J", J), ("H", H))]
+        (u_free_grad, _), (P_grad, _), (J_grad, _), (H_grad, _) = ins
         wp.launch(adjoint, dim=N, device=J.device, record_tape=False, inputs=[
-            L, dof_parent, foot_path_start, foot_path, J, P, as_rows(du), u_out.grad, b_bar,
-            u_free.grad if has[0] else u_out.grad, P.grad if has[1] else P, J.grad if has[2] else J,
-            as_rows(H.grad if has[3] else H), *(int(h) for h in has)])
+            L, dof_parent, foot_path_start, foot_path, J, P, as_rows(du), u_out_grad, b_bar,
+            u_free_grad, P_grad, J_grad, as_rows(H_grad), *(h for _, h in ins)])
 
     tape.record_func(backward=backward, arrays=[])

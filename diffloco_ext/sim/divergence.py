@@ -1,4 +1,5 @@
-"""Stage: divergence guard. An environment whose new state is not finite (or absurdly fast, or absurdly far) is
+"""Stage: divergence guard. An environment whose new state is not finite (or absurdly fast, or absurdly far), or
+whose state in had no orientation (a zero base quaternion, which the kinematics cannot normalise), is
 flagged and keeps its previous state, so NaN/inf never reach the outputs; tasks reset flagged environments.
 
 The reverse pass sends each environment's output gradient to the state it kept: the new one, or, for a flagged
@@ -8,6 +9,8 @@ environment, the previous one.
 import functools
 
 import warp as wp
+
+from .adjoint import input_grad, output_grad
 
 
 @functools.cache
@@ -26,6 +29,10 @@ def divergence_kernels(dtype):
             v = u_new[e, k]
             if not wp.isfinite(v) or wp.abs(v) > max_speed:
                 bad = 1
+        norm2 = q_previous[e, 3] * q_previous[e, 3] + q_previous[e, 4] * q_previous[e, 4] + q_previous[e, 5] * q_previous[
+            e, 5] + q_previous[e, 6] * q_previous[e, 6]
+        if not wp.isfinite(norm2) or norm2 < dtype(1.0e-12):  # a zero quaternion is no orientation
+            bad = 1
         diverged[e] = bad
         if bad != 0:
             for k in range(q_out.shape[1]):
@@ -74,12 +81,23 @@ def divergence_guard(q_new: wp.array, u_new: wp.array, q_previous: wp.array, u_p
         return
 
     def backward() -> None:
-        if q_out.grad is None or u_out.grad is None or q_new.grad is None or u_new.grad is None:
-            return
-        has_q = q_previous.requires_grad and q_previous.grad is not None
-        has_u = u_previous.requires_grad and u_previous.grad is not None
+        outs = [output_grad("divergence_guard", name, a) for name, a in (("q_out", q_out), ("u_out", u_out))]
+        news = [output_grad("divergence_guard", name, a) for name, a in (("q_new", q_new), ("u_new", u_new))]
+        (q_grad, has_q), (u_grad, has_u) = input_grad("divergence_guard.q", q_previous), input_grad(
+            "divergence_guard.u", u_previous)
         wp.launch(adjoint, dim=N, device=q_new.device, record_tape=False, inputs=[
-            diverged, q_out.grad, u_out.grad, q_new.grad, u_new.grad, q_previous.grad if has_q else q_out.grad,
-            u_previous.grad if has_u else u_out.grad, int(has_q), int(has_u)])
+            diverged, *outs, *news, q_grad, u_grad, has_q, has_u])
 
     tape.record_func(backward=backward, arrays=[])
+
+
+@wp.kernel(enable_backward=False)
+def _accumulate_any(flag: wp.array(dtype=wp.int32), any_flag: wp.array(dtype=wp.int32)):
+    e = wp.tid()
+    if flag[e] != 0:
+        any_flag[e] = 1
+
+
+def accumulate_any(flag: wp.array, any_flag: wp.array) -> None:
+    """``any_flag |= flag`` for per-env int32 flags [N] (diverged in any substep of a policy step)."""
+    wp.launch(_accumulate_any, dim=flag.shape[0], inputs=[flag, any_flag], device=flag.device, record_tape=False)

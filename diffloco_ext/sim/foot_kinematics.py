@@ -19,6 +19,7 @@ import functools
 import warp as wp
 
 from .kinematics import joint_funcs
+from .adjoint import input_grad, output_grad
 from .scratch import scratch_array
 from .warp_setup import warp_types
 
@@ -183,12 +184,13 @@ def foot_kinematics(model, q: wp.array, u: wp.array, tape: wp.Tape | None = None
     def backward() -> None:
         scratch = [scratch_array("foot_kinematics.adj_rot", (N, B), t.mat33, m.device)]
         scratch += [scratch_array(f"foot_kinematics.adj{i}", (N, B), t.vec3, m.device) for i in range(3)]
-        has_q = q.requires_grad and q.grad is not None
-        has_u = u.requires_grad and u.grad is not None
+        outs = [output_grad("foot_kinematics", name, a) for name, a in (("foot_pos", foot_pos), ("foot_vel", foot_vel))]
+        q_grad, has_q = input_grad("foot_kinematics.q", q)
+        u_grad, has_u = input_grad("foot_kinematics.u", u)
         wp.launch(adjoint, dim=N, record_tape=False, inputs=[
             q, u, m.body_parent, m.body_pos0, m.body_rot0, m.joint_axis, m.foot_body, m.foot_offset, body_rot,
-            body_pos, body_w, foot_pos.grad, foot_vel.grad, *scratch, q.grad if has_q else q,
-            u.grad if has_u else u, rot0.grad, int(has_q), int(has_u)], **kw)
+            body_pos, body_w, *outs, *scratch, q_grad, u_grad, output_grad("foot_kinematics", "rot0", rot0),
+            has_q, has_u], **kw)
 
     tape.record_func(backward=backward, arrays=[])
     return foot_pos, foot_vel

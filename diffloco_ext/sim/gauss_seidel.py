@@ -15,6 +15,7 @@ import functools
 
 import warp as wp
 
+from .adjoint import input_grad, output_grad
 from .scratch import scratch_array
 from .warp_setup import warp_types
 
@@ -412,20 +413,16 @@ def projected_gauss_seidel(model, params, dt: float, G, c, gap, weight, target, 
         return
 
     def backward() -> None:
-        if impulse.grad is None:
-            return
+        impulse_grad = output_grad("projected_gauss_seidel", "impulse", impulse)
         adj_history = scratch_array("gauss_seidel.adj_history", history.shape, vec3, model.device)
         adj_target = scratch_array("gauss_seidel.adj_target", (N, F), vec3, model.device)
         adj_weight = scratch_array("gauss_seidel.adj_weight", (N, F), dtype, model.device)
 
-        def grad_of(array, shape):
-            if array.requires_grad and array.grad is not None:
-                return array.grad
-            return scratch_array("gauss_seidel.unused_grad", shape, dtype, model.device)
+        def grad_of(array):  # the kernel adds into every one: a stand-in for an input nobody differentiates
+            return input_grad("projected_gauss_seidel", array)[0]
 
         wp.launch(adjoint, dim=N, inputs=[
-            G, gap, model.friction, *scalars, weight, target, history, residual, impulse.grad, adj_history, adj_target,
-            adj_weight, grad_of(G, G.shape), grad_of(c, c.shape), grad_of(gap, gap.shape),
-            grad_of(model.friction, model.friction.shape)], device=model.device, record_tape=False)
+            G, gap, model.friction, *scalars, weight, target, history, residual, impulse_grad, adj_history, adj_target,
+            adj_weight, grad_of(G), grad_of(c), grad_of(gap), grad_of(model.friction)], device=model.device, record_tape=False)
 
     tape.record_func(backward=backward, arrays=[])

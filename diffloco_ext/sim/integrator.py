@@ -11,6 +11,7 @@ import functools
 
 import warp as wp
 
+from .adjoint import input_grad, output_grad
 from .warp_setup import warp_types
 
 
@@ -83,10 +84,40 @@ def add_velocity(u: wp.array, du: wp.array, u_out: wp.array, tape: wp.Tape | Non
         return
 
     def backward() -> None:
-        if u_out.grad is None or du.grad is None:
-            return
-        has_u = u.requires_grad and u.grad is not None
-        wp.launch(adjoint, dim=N, device=u.device, record_tape=False,
-                  inputs=[u_out.grad, u.grad if has_u else u_out.grad, du.grad, int(has_u)])
+        u_grad, has_u = input_grad("add_velocity.u", u)
+        wp.launch(adjoint, dim=N, device=u.device, record_tape=False, inputs=[
+            output_grad("add_velocity", "u_out", u_out), u_grad, output_grad("add_velocity", "du", du), has_u])
+
+    tape.record_func(backward=backward, arrays=[])
+
+
+@functools.cache
+def mean_kernels(dtype, vec):
+    @wp.kernel(enable_backward=False)
+    def accumulate(src: wp.array2d(dtype=vec), weight: dtype, acc: wp.array2d(dtype=vec)):
+        e, i = wp.tid()
+        acc[e, i] = acc[e, i] + src[e, i] * weight
+
+    @wp.kernel(enable_backward=False)
+    def accumulate_adjoint(acc_grad: wp.array2d(dtype=vec), weight: dtype, src_grad: wp.array2d(dtype=vec)):
+        e, i = wp.tid()
+        src_grad[e, i] = src_grad[e, i] + acc_grad[e, i] * weight
+
+    return accumulate, accumulate_adjoint
+
+
+def accumulate_mean(src: wp.array, weight: float, acc: wp.array, tape: wp.Tape | None = None) -> None:
+    """``acc += weight * src`` for 2-d arrays of one dtype (a term of a mean over substeps, e.g. the contact force
+    of one physics step in a policy step's mean); the reverse is recorded on ``tape`` when given."""
+    scalar = getattr(src.dtype, "_wp_scalar_type_", src.dtype)
+    forward, adjoint = mean_kernels(scalar, src.dtype)
+    w = scalar(weight)
+    wp.launch(forward, dim=src.shape, inputs=[src, w, acc], device=src.device, record_tape=False)
+    if tape is None:
+        return
+
+    def backward() -> None:
+        wp.launch(adjoint, dim=src.shape, device=src.device, record_tape=False, inputs=[
+            output_grad("accumulate_mean", "acc", acc), w, output_grad("accumulate_mean", "src", src)])
 
     tape.record_func(backward=backward, arrays=[])

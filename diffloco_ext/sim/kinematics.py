@@ -15,7 +15,7 @@ import functools
 
 import warp as wp
 
-from .scratch import scratch_array
+from .adjoint import input_grad, output_grad
 from .warp_setup import warp_types
 
 
@@ -226,13 +226,12 @@ def forward_kinematics(model, q: wp.array, kin, tape: wp.Tape | None = None) -> 
         return
 
     def backward() -> None:
-        if k.body_rot.grad is None:
-            return
-        q_grad = q.grad if q.grad is not None else scratch_array("kinematics.unused_q_grad", q.shape, q.dtype,
-                                                                 q.device)
+        outs = [output_grad("forward_kinematics", name, getattr(k, name))
+                for name in ("body_rot", "body_pos", "dof_ang", "dof_lin")]
+        q_grad, _ = input_grad("forward_kinematics.q", q)
         wp.launch(tree_adjoint, dim=m.num_envs, device=m.device, record_tape=False,
                   inputs=[q, m.body_parent, m.body_pos0, m.body_rot0, m.joint_axis, k.body_rot, k.body_pos,
-                          k.body_rot.grad, k.body_pos.grad, k.dof_ang.grad, k.dof_lin.grad, q_grad])
+                          *outs, q_grad])
 
     tape.record_func(backward=backward, arrays=[])
 
@@ -248,11 +247,10 @@ def body_velocities(model, u: wp.array, kin, tape: wp.Tape | None = None) -> Non
         return
 
     def backward() -> None:
-        if k.body_vel_ang.grad is None:
-            return
-        has_u = u.requires_grad and u.grad is not None
+        outs = [output_grad("body_velocities", name, getattr(k, name)) for name in ("body_vel_ang", "body_vel_lin")]
+        inner = [output_grad("body_velocities", name, getattr(k, name)) for name in ("body_rot", "dof_ang", "dof_lin")]
+        u_grad, has_u = input_grad("body_velocities.u", u)
         wp.launch(adjoint, dim=m.num_envs, device=m.device, record_tape=False, inputs=[
-            u, m.body_parent, k.body_rot, k.dof_ang, k.dof_lin, k.body_vel_ang.grad, k.body_vel_lin.grad,
-            u.grad if has_u else u, k.body_rot.grad, k.dof_ang.grad, k.dof_lin.grad, int(has_u)])
+            u, m.body_parent, k.body_rot, k.dof_ang, k.dof_lin, *outs, u_grad, *inner, has_u])
 
     tape.record_func(backward=backward, arrays=[])

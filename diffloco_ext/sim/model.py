@@ -11,11 +11,13 @@ Generalised coordinates (MuJoCo's free-joint convention, so H and h compare dire
 * ``u`` (``nv = 6 + n``): base linear velocity in the **world** frame (m/s), base angular velocity in the
   **base** frame (rad/s), joint velocities (rad/s).
 
-The world is z-up with gravity ``(0, 0, -9.81)`` m/s² by default.
+The world is z-up with gravity ``(0, 0, -9.81)`` m/s² by default (per env: a randomised or tilted gravity, see
+:data:`RANDOMIZABLE`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -77,7 +79,7 @@ class Model:
     foot_radius: wp.array | None = None  # scalar [F] (m)
     foot_path_start: wp.array | None = None  # int32 [F+1]: foot f's DOFs, leaf to root, are
     foot_path: wp.array | None = None  # foot_path[foot_path_start[f]:foot_path_start[f+1]] (descending)
-    gravity: tuple[float, float, float] = (0.0, 0.0, -9.81)
+    gravity: wp.array | None = None  # vec3 [N], world frame (m/s^2); per env, read every step
     fixed_base: bool = False  # base welded to the world (for fixed-base checks such as pendulums)
     default_joint_pos: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
@@ -105,16 +107,36 @@ class Model:
         q[:, 7:] = self.default_joint_pos
         return q
 
-    def differentiable_parameters(self) -> dict[str, wp.array]:
-        """Per-env parameters gradients can flow to, by name."""
-        return {
-            "body_mass": self.body_mass,
-            "body_com": self.body_com,
-            "body_inertia": self.body_inertia,
-            "joint_stiffness": self.joint_stiffness,
-            "joint_damping": self.joint_damping,
-            "friction": self.friction,
-        }
+    def parameter_arrays(self) -> dict[str, wp.array]:
+        """The per-env arrays domain randomisation writes (:data:`RANDOMIZABLE`), by name. The forward pass reads
+        them at every step, so a write takes effect at the next step."""
+        return {name: getattr(self, name) for name in RANDOMIZABLE}
+
+    def with_parameters(self, arrays: dict[str, wp.array]) -> "Model":
+        """A shallow copy of the model with some per-env parameter arrays replaced (same shapes and dtypes):
+        how one step runs with parameters that are not the model's own (e.g. a task's randomised tensors)."""
+        for name, array in arrays.items():
+            if name not in RANDOMIZABLE:
+                raise KeyError(f"'{name}' is not a per-env model parameter: use one of {tuple(RANDOMIZABLE)}")
+            own = getattr(self, name)
+            if tuple(array.shape) != tuple(own.shape) or array.dtype != own.dtype:
+                raise ValueError(f"parameter '{name}': expected shape {tuple(own.shape)} of {own.dtype.__name__}, "
+                                 f"got {tuple(array.shape)} of {array.dtype.__name__}")
+        return dataclasses.replace(self, **arrays)
+
+
+#: Per-env model arrays that domain randomisation may write, with whether gradients flow to them
+#: (shapes: ``body_mass`` [N, B], ``body_com`` [N, B] vec3, ``body_inertia`` [N, B] mat33, ``joint_stiffness`` and
+#: ``joint_damping`` [N, n], ``friction`` [N], ``gravity`` [N] vec3 (m/s², world frame)).
+RANDOMIZABLE: dict[str, bool] = {
+    "body_mass": True,
+    "body_com": True,
+    "body_inertia": True,
+    "joint_stiffness": True,
+    "joint_damping": True,
+    "friction": True,
+    "gravity": False,
+}
 
 
 def build_model(
@@ -212,7 +234,7 @@ def build_model(
         effort_limit=np.inf if act is None else act.effort_limit,
         saturation_effort=np.inf if act is None else act.saturation_effort,
         velocity_limit=np.inf if act is None else act.velocity_limit,
-        gravity=tuple(float(g) for g in gravity),
+        gravity=wp.array(tiled(np.asarray(gravity, dtype=float)), dtype=t.vec3, device=device),
         fixed_base=fixed_base,
         friction=arr(np.full(num_envs, friction), dtype),
         ground_height=wp.array(np.full(num_envs, ground_height, dtype=npd), dtype=dtype, device=device),

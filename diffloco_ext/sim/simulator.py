@@ -34,8 +34,8 @@ from .delassus import delassus, impulse_response
 from .gauss_seidel import projected_gauss_seidel
 from .contact import ContactParams, contact_force, contact_kernels
 from .contact_velocity import contact_velocity
-from .divergence import divergence_guard
-from .integrator import add_velocity, integrator_kernels
+from .divergence import accumulate_any, divergence_guard
+from .integrator import accumulate_mean, add_velocity, integrator_kernels
 from .foot_kinematics import foot_kinematics
 from .kinematics import body_velocities, forward_kinematics
 from .mass_matrix import mass_matrix
@@ -123,6 +123,23 @@ class ContactData:
 
 
 @dataclass
+class PolicyStepData:
+    """What :meth:`Simulator.advance` reports of one policy step of ``k`` physics steps.
+
+    ``last``: the intermediates of the last physics step (its ``contact.gap`` and ``contact.weight`` are the
+    contact gaps and states at that step's midpoint, where its contact solve acts); ``steps``: every physics
+    step's intermediates on a taped advance (the last one only otherwise); ``contact_force`` [N, F] vec3: the mean
+    contact force on each foot over the policy step, world frame (N) (``None`` without contact); ``diverged``
+    [N] int32: 1 where any physics step of the policy step diverged.
+    """
+
+    last: "StepData"
+    steps: list
+    contact_force: wp.array | None
+    diverged: wp.array
+
+
+@dataclass
 class StepData:
     """Intermediate results of one step (shapes in the stage modules). Kept per step for backward passes."""
 
@@ -207,34 +224,112 @@ class StepData:
         return total
 
 
+def _positive(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be finite and > 0, got {value}")
+    return float(value)
+
+
+def _count(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
 class Simulator:
     """Runs Moreau steps of ``model`` with time step ``dt`` (s) and contact model ``contact``.
 
     ``max_speed`` (m/s or rad/s) and ``max_distance`` (m) bound a sane state; an environment leaving them, or
-    turning non-finite, is flagged in ``StepData.diverged`` and keeps its previous state.
+    turning non-finite (or given a non-finite control or a zero quaternion), is flagged in ``StepData.diverged``
+    and keeps its previous state. ``substeps`` is the default number of physics steps of one :meth:`advance`
+    (a policy step: decimation, the joint targets held). Every setting is validated when set, and read at every
+    step: ``sim.contact = "hard"``, ``sim.contact.kappa = 100.0`` or ``sim.dt = 0.002`` take effect at the next step.
+    :meth:`from_cfg` builds one from a :class:`~.config.SimCfg`.
     """
 
     def __init__(self, model: Model, dt: float = 0.005, contact: ContactParams | str | None = None,
-                 max_speed: float = 1.0e3, max_distance: float = 1.0e4):
-        if not dt > 0:
-            raise ValueError(f"dt must be positive, got {dt}")
-        if isinstance(contact, str):
-            contact = ContactParams(mode=contact)
+                 max_speed: float = 1.0e3, max_distance: float = 1.0e4, substeps: int = 1):
         self.model = model
-        self.dt = float(dt)
+        self.dt = dt
         self.contact = contact if contact is not None else ContactParams(mode="none")
-        if self.contact.mode != "none" and model.num_feet == 0:
-            raise ValueError(f"contact mode '{self.contact.mode}' needs foot spheres; robot "
-                             f"'{model.robot.name}' has none")
-        self.max_speed = float(max_speed)
-        self.max_distance = float(max_distance)
+        self.max_speed = max_speed
+        self.max_distance = max_distance
+        self.substeps = substeps
         d = model.dtype
         self._integrate = integrator_kernels(d)[0]
         if model.num_feet > 0:
             self._contact_geometry = contact_kernels(d)[0]
         self._buffers: StepData | None = None
+        self._buffer_key = None
+        self._substates: tuple[State, State] | None = None
         self._scalar = d
-        self._gravity = warp_types(d).vec3(*model.gravity)
+
+    @classmethod
+    def from_cfg(cls, model: Model, cfg) -> "Simulator":
+        """A simulator with the settings of ``cfg`` (:class:`~.config.SimCfg`) for ``model`` (built with the
+        config's precision and device: :meth:`~.config.SimCfg.build_model`)."""
+        return cls(model, dt=cfg.dt, contact=cfg.contact, max_speed=cfg.max_speed, max_distance=cfg.max_distance,
+                   substeps=cfg.substeps)
+
+    # -- settings, validated when set ----------------------------------------------------------------------
+    @property
+    def dt(self) -> float:
+        """Physics time step (s), finite and > 0."""
+        return self._dt
+
+    @dt.setter
+    def dt(self, value: float) -> None:
+        self._dt = _positive("dt", value)
+
+    @property
+    def max_speed(self) -> float:
+        """Speed (m/s, rad/s) beyond which an environment counts as diverged."""
+        return self._max_speed
+
+    @max_speed.setter
+    def max_speed(self, value: float) -> None:
+        self._max_speed = _positive("max_speed", value)
+
+    @property
+    def max_distance(self) -> float:
+        """Distance from the origin (m) and joint angle (rad) beyond which an environment counts as diverged."""
+        return self._max_distance
+
+    @max_distance.setter
+    def max_distance(self, value: float) -> None:
+        self._max_distance = _positive("max_distance", value)
+
+    @property
+    def substeps(self) -> int:
+        """Physics steps of one :meth:`advance` (decimation), >= 1."""
+        return self._substeps
+
+    @substeps.setter
+    def substeps(self, value: int) -> None:
+        self._substeps = _count("substeps", value)
+
+    @property
+    def contact(self) -> ContactParams:
+        """The contact settings (validated on every assignment of a field, see :class:`ContactParams`)."""
+        return self._contact
+
+    @contact.setter
+    def contact(self, value: ContactParams | str) -> None:
+        if isinstance(value, str):
+            value = ContactParams(mode=value)
+        if not isinstance(value, ContactParams):
+            raise TypeError(f"contact must be a ContactParams or a mode name, got {type(value).__name__}")
+        if value.mode != "none" and self.model.num_feet == 0:
+            raise ValueError(f"contact mode '{value.mode}' needs foot spheres; robot "
+                             f"'{self.model.robot.name}' has none")
+        self._contact = value
+
+    @property
+    def policy_dt(self) -> float:
+        """Duration of one :meth:`advance` (s): ``substeps * dt``."""
+        return self.substeps * self.dt
 
     # -- construction helpers --------------------------------------------------------------------------
     def state(self, q: np.ndarray | None = None, u: np.ndarray | None = None, requires_grad: bool = False) -> State:
@@ -262,46 +357,98 @@ class Simulator:
                        joint_torque=wp.array(np.asarray(torque, dtype=m.np_dtype).reshape(shape), **kw))
 
     # -- the step --------------------------------------------------------------------------------------
-    def step(self, state_in: State, control: Control, state_out: State, tape: wp.Tape | None = None) -> StepData:
-        """Advance ``state_in`` by one step into ``state_out``; record on ``tape`` when given."""
+    def step(self, state_in: State, control: Control, state_out: State, tape: wp.Tape | None = None,
+             model: Model | None = None) -> StepData:
+        """Advance ``state_in`` by one step into ``state_out``; record on ``tape`` when given.
+
+        ``model``: the simulator's model with some per-env parameters replaced (:meth:`Model.with_parameters`),
+        for a step under parameters that are not the model's own; default ``self.model``. On a taped step,
+        ``state_out`` must carry gradient arrays (``empty_state(requires_grad=True)``).
+        """
+        m = self.model if model is None else model
         if tape is not None:
-            data = StepData.allocate(self.model, requires_grad=False, contact=self.contact)
+            for name, array in (("q", state_out.q), ("u", state_out.u)):
+                if array.grad is None:
+                    raise ValueError(f"a taped step needs gradient arrays on state_out.{name} (make it with "
+                                     f"empty_state(requires_grad=True)): without them no gradient flows back")
+            data = StepData.allocate(m, requires_grad=False, contact=self.contact)
             with tape:
-                self._run(state_in, control, state_out, data, tape)
+                self._run(m, state_in, control, state_out, data, tape)
             # runs first in the backward pass: the step's gradient arrays exist only while it is reversed
             tape.record_func(backward=data.attach_gradients, arrays=[])
         else:
-            if self._buffers is None or (self._buffers.contact is not None
-                                         and self._buffers.contact.history.shape[1] != self.contact.iterations + 1):
-                self._buffers = StepData.allocate(self.model, requires_grad=False, contact=self.contact)
+            key = (self.contact.mode != "none", self.contact.iterations)
+            if self._buffers is None or self._buffer_key != key:
+                self._buffers = StepData.allocate(m, requires_grad=False, contact=self.contact)
+                self._buffer_key = key
             data = self._buffers
             data.zero_accumulators()
-            self._run(state_in, control, state_out, data, None)
+            self._run(m, state_in, control, state_out, data, None)
         return data
+
+    def advance(self, state_in: State, control: Control, state_out: State, substeps: int | None = None,
+                tape: wp.Tape | None = None, model: Model | None = None) -> PolicyStepData:
+        """One policy step: ``substeps`` (default :attr:`substeps`) physics steps from ``state_in`` into
+        ``state_out`` under the same ``control`` (zero-order hold), recorded on ``tape`` when given.
+
+        Returns a :class:`PolicyStepData`: the last physics step's intermediates, the mean contact force over
+        the policy step and which environments diverged in any of its physics steps (a diverged environment is
+        held at its last sane state and stays held for the remaining substeps if it diverges again).
+        """
+        k = self.substeps if substeps is None else _count("substeps", substeps)
+        m = self.model if model is None else model
+        N, F = m.num_envs, m.num_feet
+        with_contact = self.contact.mode != "none" and F > 0
+        vec3 = warp_types(m.dtype).vec3
+        taped = tape is not None
+        kw = dict(device=m.device, requires_grad=taped)
+        force_mean = wp.zeros((N, max(F, 1)), dtype=vec3, **kw) if with_contact else None
+        diverged = wp.zeros(N, dtype=wp.int32, device=m.device)
+        steps = []
+        previous = state_in
+        for i in range(k):
+            if i == k - 1:
+                nxt = state_out
+            elif taped:
+                nxt = self.empty_state(requires_grad=True)
+            else:
+                if self._substates is None:
+                    self._substates = (self.empty_state(), self.empty_state())
+                nxt = self._substates[i % 2]
+            data = self.step(previous, control, nxt, tape=tape, model=m)
+            if with_contact:
+                force = data.contact.force
+                if taped and force.grad is None:
+                    force.grad = wp.zeros_like(force)  # the mean's reverse writes it before the step is reversed
+                accumulate_mean(force, 1.0 / k, force_mean, tape)
+            accumulate_any(data.diverged, diverged)
+            steps.append(data)
+            previous = nxt
+        return PolicyStepData(last=steps[-1], steps=steps if taped else [steps[-1]], contact_force=force_mean,
+                              diverged=diverged)
 
     def _launch(self, kernel, dim, inputs) -> None:
         wp.launch(kernel, dim=dim, inputs=inputs, device=self.model.device)
 
-    def _run(self, s: State, c: Control, out: State, d: StepData, tape: wp.Tape | None) -> None:
-        m = self.model
+    def _run(self, m: Model, s: State, c: Control, out: State, d: StepData, tape: wp.Tape | None) -> None:
         N = m.num_envs
         dt = self._scalar(self.dt)
         launch = self._launch
         launch(self._integrate, N, [s.q, s.u, s.u, self._scalar(0.5 * self.dt), d.q_mid])
-        self._dynamics(d.q_mid, s.u, d, tape)
+        self._dynamics(m, d.q_mid, s.u, d, tape)
         actuation(m, d.q_mid, s.u, c, d.bias, self.dt, d.tau, d.rhs, tape)
         factor_and_solve(d.H, m.dof_parent, d.L, d.rhs, d.du, tape)
         if d.contact is None:
             add_velocity(s.u, d.du, d.u_new, tape)
         else:
-            self._contact_impulses(s, d, tape)
+            self._contact_impulses(m, s, d, tape)
         launch(self._integrate, N, [s.q, s.u, d.u_new, dt, d.q_new])
         divergence_guard(d.q_new, d.u_new, s.q, s.u, self.max_speed, self.max_distance, d.diverged, out.q, out.u,
                          tape)
 
-    def _contact_impulses(self, s: State, d: StepData, tape: wp.Tape | None) -> None:
+    def _contact_impulses(self, m: Model, s: State, d: StepData, tape: wp.Tape | None) -> None:
         """Contact geometry at the midpoint, Delassus matrix, impulses and the velocity after them (``d.u_new``)."""
-        m, p, cd = self.model, self.contact, d.contact
+        p, cd = self.contact, d.contact
         N, F = m.num_envs, m.num_feet
         self._launch(self._contact_geometry, (N, F), [
             d.q_mid, d.kin.body_rot, d.kin.body_pos, d.kin.dof_ang, d.kin.dof_lin, m.foot_body, m.foot_offset,
@@ -314,25 +461,20 @@ class Simulator:
                          cd.u_free, cd.du_contact, d.u_new, tape)
         contact_force(cd.impulse, cd.frame, self.dt, cd.force, tape)
 
-    def kinematics(self, q: wp.array, u: wp.array, k: KinematicsData, tape: wp.Tape | None = None) -> None:
-        """Forward kinematics, motion subspace and body velocities of ``(q, u)`` into ``k``."""
-        m = self.model
+    def _dynamics(self, m: Model, q: wp.array, u: wp.array, d: StepData, tape: wp.Tape | None = None) -> None:
+        """Kinematics, H (CRBA) and bias forces (RNEA) at ``(q, u)`` into ``d`` (accumulators zeroed)."""
+        k = d.kin
         forward_kinematics(m, q, k, tape)
         body_velocities(m, u, k, tape)
-
-    def _dynamics(self, q: wp.array, u: wp.array, d: StepData, tape: wp.Tape | None = None) -> None:
-        """Kinematics, H (CRBA) and bias forces (RNEA) at ``(q, u)`` into ``d`` (accumulators zeroed)."""
-        m, k = self.model, d.kin
-        self.kinematics(q, u, k, tape)
         mass_matrix(m, k, d, tape)
-        bias_forces(m, u, k, d, self._gravity, tape)
+        bias_forces(m, u, k, d, tape)
 
     # -- queries, for tasks, tests and tools ---------------------------------------------------------------
     def dynamics_terms(self, q: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``H(q)`` [N, nv, nv] and ``bias(q, u)`` [N, nv] at the given state (no time stepping)."""
         state = self.state(q, u)
         d = StepData.allocate(self.model, requires_grad=False)
-        self._dynamics(state.q, state.u, d)
+        self._dynamics(self.model, state.q, state.u, d)
         return d.H.numpy(), d.bias.numpy()
 
     def foot_kinematics(self, q: wp.array, u: wp.array, tape: wp.Tape | None = None) -> tuple[wp.array, wp.array]:

@@ -1,17 +1,25 @@
 """PyTorch bridge: simulator steps as differentiable torch operations.
 
 :class:`TorchSimulator` wraps a :class:`~.simulator.Simulator`. Its :meth:`~TorchSimulator.step` takes torch
-tensors ``q`` [N, nq], ``u`` [N, nv], joint targets [N, n] (and optional feed-forward torques) and returns a
-:class:`StepOutput`: the next ``q``, ``u``, the foot positions/velocities [N, F, 3] at the new state, the mean
-contact force on each foot over the step [N, F, 3] (world frame, N), the per-env divergence flags [N], and each
-foot's contact state and gap [N, F] (for tasks and logs). Each call records one step on its own ``wp.Tape``;
-torch's autograd chains the steps, so gradients flow through whole rollouts, to the initial state, the actions,
-and the model parameters exposed by :meth:`~TorchSimulator.parameters` (zero-copy views of the Warp arrays:
-writing into them, e.g. for domain randomisation, changes the model).
+tensors ``q`` [N, nq], ``u`` [N, nv], joint targets [N, n] (and optional feed-forward torques), runs one policy
+step of ``substeps`` physics steps (default ``sim.substeps``; the targets held: decimation) and returns a
+:class:`StepOutput`. Each call records its physics steps on one ``wp.Tape``; torch's autograd chains the calls,
+so gradients flow through whole rollouts to the initial state, the actions and the per-env model parameters.
 
-Memory: a step kept for backward holds the values of its :class:`~.simulator.StepData` (``StepData.nbytes``:
+Parameters (domain randomisation): :meth:`~TorchSimulator.parameters` gives zero-copy torch views of the model's
+per-env arrays (:data:`~.model.RANDOMIZABLE`: masses, coms, inertias, PD gains, friction, gravity, ...); writing
+into them changes the model from the next step on. A step may instead be given its own tensors
+(``params={"body_mass": m, ...}``, any subset; the others are the model's): the forward pass uses them and
+gradients flow to them. A taped step keeps its parameter tensors for its backward pass: modifying one in place
+before that backward (e.g. re-randomising a reset env into the model's views mid-rollout) is torch's usual
+in-place error, never a silently wrong gradient. Randomise out of place instead
+(``params["friction"] = torch.where(reset, new, params["friction"])``): the envs that were not reset keep their
+gradient chain, and a reset env's state cut with ``torch.where`` starts a new one.
+
+Memory: a physics step kept for backward holds the values of its :class:`~.simulator.StepData` (``StepData.nbytes``:
 about 7 KB per environment for ANYmal without contact, 10 KB with contact, in float32) until torch frees the
-graph; a T-step rollout holds T of them, plus one set of gradient arrays that every step's reverse pass reuses.
+graph, plus the intermediate states (``nq + nv`` values per env); a policy step of ``k`` substeps holds ``k``
+of them; one set of gradient arrays is reused by every step's reverse pass.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from typing import NamedTuple
 import torch
 import warp as wp
 
+from .model import RANDOMIZABLE
 from .simulator import Simulator
 from .state import Control, State
 
@@ -28,41 +37,53 @@ _TORCH_DTYPES = {wp.float32: torch.float32, wp.float64: torch.float64}
 
 
 class StepOutput(NamedTuple):
-    q: torch.Tensor  # [N, nq]
-    u: torch.Tensor  # [N, nv]
-    foot_pos: torch.Tensor  # [N, F, 3] world (m)
-    foot_vel: torch.Tensor  # [N, F, 3] world (m/s)
-    contact_force: torch.Tensor  # [N, F, 3] world (N), mean over the step
-    diverged: torch.Tensor  # [N] bool: the env's step diverged and its state was held
-    contact_state: torch.Tensor  # [N, F] weight of each foot's contact (1/0 hard and soft, sigma(gap) smoothed)
-    foot_gap: torch.Tensor  # [N, F] signed gap of each foot sphere at the step's midpoint (m)
+    """What one policy step gives a task, at documented instants (``k`` physics steps of ``dt`` each)."""
+
+    q: torch.Tensor  # [N, nq] at the end of the policy step
+    u: torch.Tensor  # [N, nv] at the end of the policy step
+    foot_pos: torch.Tensor  # [N, F, 3] foot sphere centres at the end state, world (m)
+    foot_vel: torch.Tensor  # [N, F, 3] their velocities at the end state, world (m/s)
+    contact_force: torch.Tensor  # [N, F, 3] mean force of the ground on each foot over the policy step, world (N)
+    diverged: torch.Tensor  # [N] bool: some physics step diverged; the env was held at its last sane state
+    contact_state: torch.Tensor  # [N, F] contact weight (1/0 hard and soft, sigma(gap) smoothed), last substep's midpoint
+    foot_gap: torch.Tensor  # [N, F] signed gap of each foot sphere (m) at the last substep's midpoint
+
+
+def _param_array(model, name: str, tensor: torch.Tensor, own: torch.Tensor) -> wp.array:
+    """The model's own array when ``tensor`` is its view, else a zero-copy Warp view of ``tensor``."""
+    if tensor.data_ptr() == own.data_ptr() and tensor.shape == own.shape and tensor.stride() == own.stride():
+        return getattr(model, name)
+    array = getattr(model, name)
+    return wp.from_torch(tensor.detach().contiguous(), dtype=array.dtype)
 
 
 class _StepFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, bridge: "TorchSimulator", q, u, joint_target, joint_torque, *params):
+    def forward(ctx, bridge: "TorchSimulator", substeps: int, q, u, joint_target, joint_torque, *params):
         sim, model = bridge.sim, bridge.sim.model
         tape = wp.Tape()
 
         def warp_in(t):
             return wp.from_torch(t.detach().contiguous(), dtype=model.dtype, requires_grad=True)
 
+        arrays = {name: _param_array(model, name, t, bridge._params[name]) for name, t in zip(RANDOMIZABLE, params)}
+        step_model = model.with_parameters(arrays)
         state_in = State(q=warp_in(q), u=warp_in(u))
         control = Control(joint_target=warp_in(joint_target), joint_torque=warp_in(joint_torque))
         state_out = sim.empty_state(requires_grad=True)
-        data = sim.step(state_in, control, state_out, tape=tape)
+        data = sim.advance(state_in, control, state_out, substeps=substeps, tape=tape, model=step_model)
         foot_pos, foot_vel = sim.foot_kinematics(state_out.q, state_out.u, tape=tape)
         N, F = model.num_envs, model.num_feet
-        if data.contact is not None:
-            force = data.contact.force
+        force = data.contact_force
+        if force is not None:
             force_t = wp.to_torch(force).reshape(N, F, 3).clone()
         else:
-            force = None
             force_t = torch.zeros((N, F, 3), dtype=q.dtype, device=q.device)
         diverged = wp.to_torch(data.diverged).bool().clone()
-        state, gap = bridge._contact_state(data)
+        state, gap = bridge._contact_state(data.last)
         ctx.mark_non_differentiable(diverged, state, gap)
-        ctx.saved = (bridge, tape, state_in, control, state_out, foot_pos, foot_vel, force)
+        ctx.save_for_backward(*params)  # an in-place change before the backward is torch's clear error
+        ctx.saved = (bridge, tape, state_in, control, state_out, foot_pos, foot_vel, force, arrays)
         return (
             wp.to_torch(state_out.q).clone(),
             wp.to_torch(state_out.u).clone(),
@@ -79,63 +100,71 @@ class _StepFunction(torch.autograd.Function):
         if ctx.saved is None:
             raise RuntimeError("a simulator step can be backpropagated once: its tape is freed by the first "
                                "backward (retain_graph=True does not keep it); run the step again instead")
-        bridge, tape, state_in, control, state_out, foot_pos, foot_vel, force = ctx.saved
-        model = bridge.sim.model
+        ctx.saved_tensors  # noqa: B018 - raises if a parameter tensor was modified in place since the forward
+        bridge, tape, state_in, control, state_out, foot_pos, foot_vel, force, arrays = ctx.saved
         outputs = [(state_out.q, g_q), (state_out.u, g_u), (foot_pos, g_foot_pos), (foot_vel, g_foot_vel)]
         if force is not None:
-            if force.grad is None:  # a step's intermediates get their gradient arrays when the tape reverses it
-                force.grad = wp.empty_like(force, requires_grad=False)
             outputs.append((force, g_force))
         for arr, grad in outputs:
             if grad is not None:
                 wp.to_torch(arr.grad).copy_(grad.reshape(wp.to_torch(arr.grad).shape))
-        params = bridge.parameter_arrays()
-        needs = ctx.needs_input_grad[1:]  # q, u, joint_target, joint_torque, *params
-        param_needs = dict(zip(bridge.parameter_names, needs[4:]))
-        for name, arr in params.items():
-            if param_needs[name] and arr.grad is not None:
-                arr.grad.zero_()  # the model's gradient arrays are shared by all steps: this step's alone
+        needs = ctx.needs_input_grad[2:]  # q, u, joint_target, joint_torque, *params
+        param_needs = dict(zip(RANDOMIZABLE, needs[4:]))
+        for name, arr in arrays.items():  # gradient arrays for the parameters autograd asks for, only
+            if param_needs[name] and RANDOMIZABLE[name]:
+                arr.grad = bridge._parameter_grad(name, arr)
+            elif arr.grad is not None:
+                arr.grad = None
         tape.backward()
         outs = [
             wp.to_torch(a.grad).clone() if need else None
             for a, need in zip((state_in.q, state_in.u, control.joint_target, control.joint_torque), needs[:4])
         ]
-        for name in bridge.parameter_names:
-            grad = params[name].grad
-            outs.append(wp.to_torch(grad).clone() if param_needs[name] and grad is not None else None)
+        for name, arr in arrays.items():
+            outs.append(wp.to_torch(arr.grad).clone().reshape(bridge._params[name].shape)
+                        if param_needs[name] and RANDOMIZABLE[name] else None)
         tape.reset()
         ctx.saved = None
-        del model
-        return (None, *outs)
+        return (None, None, *outs)
 
 
 class TorchSimulator:
     """Differentiable torch front-end of a :class:`Simulator` (same device, same precision).
 
     A step records a tape only when gradients can flow (grad mode on and some input requires grad); otherwise
-    it runs the plain step with reused buffers.
+    it runs the plain steps with reused buffers.
     """
 
-    parameter_names = ("body_mass", "body_com", "body_inertia", "joint_stiffness", "joint_damping", "friction")
+    #: Parameters gradients flow to (the differentiable ones of :data:`~.model.RANDOMIZABLE`).
+    parameter_names = tuple(name for name, differentiable in RANDOMIZABLE.items() if differentiable)
 
     def __init__(self, sim: Simulator):
         self.sim = sim
         model = sim.model
         self.dtype = _TORCH_DTYPES[model.dtype]
         self.device = torch.device(model.device)
-        for arr in self.parameter_arrays().values():
-            if not arr.requires_grad:
-                arr.requires_grad = True
-        self._params = {name: wp.to_torch(arr, requires_grad=False) for name, arr in self.parameter_arrays().items()}
+        self._params = {name: wp.to_torch(arr, requires_grad=False) for name, arr in model.parameter_arrays().items()}
+        self._grads: dict[str, wp.array] = {}
 
     def parameter_arrays(self) -> dict[str, wp.array]:
-        return {name: getattr(self.sim.model, name) for name in self.parameter_names}
+        return self.sim.model.parameter_arrays()
 
     def parameters(self) -> dict[str, torch.Tensor]:
-        """Zero-copy torch views of the per-env model parameters (mass [N, B], com [N, B, 3], ...)."""
+        """Zero-copy torch views of the per-env model parameters (mass [N, B], com [N, B, 3], ..., gravity [N, 3])."""
         return self._params
 
+    def _parameter_grad(self, name: str, array: wp.array) -> wp.array:
+        """A zeroed gradient array for parameter ``name`` (one per parameter, reused by every step's backward)."""
+        grad = self._grads.get(name)
+        if grad is None or grad.shape != array.shape or grad.dtype != array.dtype:
+            grad = self._grads[name] = wp.zeros(array.shape, dtype=array.dtype, device=array.device)
+        else:
+            grad.zero_()
+        return grad
+
     def _check(self, name: str, t: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
         if t.dtype != self.dtype:
             raise TypeError(f"{name}: expected dtype {self.dtype} (the model's precision), got {t.dtype}")
         if t.device != self.device:
@@ -144,12 +173,22 @@ class TorchSimulator:
             raise ValueError(f"{name}: expected shape {shape}, got {tuple(t.shape)}")
         return t
 
-    def step(self, q: torch.Tensor, u: torch.Tensor, joint_target: torch.Tensor,
-             joint_torque: torch.Tensor | None = None, params: dict[str, torch.Tensor] | None = None):
-        """One differentiable step. Returns a :class:`StepOutput`.
+    def _resolve_params(self, params: dict[str, torch.Tensor] | None) -> list[torch.Tensor]:
+        params = {} if params is None else params
+        unknown = set(params) - set(RANDOMIZABLE)
+        if unknown:
+            raise KeyError(f"unknown model parameter(s) {sorted(unknown)}: use names of {tuple(RANDOMIZABLE)}")
+        return [self._check(f"params['{name}']", params[name], tuple(own.shape)) if name in params else own
+                for name, own in self._params.items()]
 
-        ``params`` (default: :meth:`parameters`) are passed to autograd so gradients reach them; they must be
-        the zero-copy views returned by :meth:`parameters` (possibly with ``requires_grad`` set).
+    def step(self, q: torch.Tensor, u: torch.Tensor, joint_target: torch.Tensor,
+             joint_torque: torch.Tensor | None = None, params: dict[str, torch.Tensor] | None = None,
+             substeps: int | None = None) -> StepOutput:
+        """One differentiable policy step of ``substeps`` physics steps (default ``sim.substeps``) under the
+        held joint targets. Returns a :class:`StepOutput`.
+
+        ``params``: per-env parameter tensors for this step (any subset of :data:`~.model.RANDOMIZABLE`; default
+        the model's own, :meth:`parameters`); the forward pass uses them and gradients flow to them.
         """
         m = self.sim.model
         N = m.num_envs
@@ -159,13 +198,14 @@ class TorchSimulator:
         if joint_torque is None:
             joint_torque = torch.zeros_like(joint_target)
         self._check("joint_torque", joint_torque, (N, m.num_joints))
-        params = self._params if params is None else params
-        inputs = (q, u, joint_target, joint_torque, *(params[name] for name in self.parameter_names))
+        k = self.sim.substeps if substeps is None else substeps
+        tensors = self._resolve_params(params)
+        inputs = (q, u, joint_target, joint_torque, *tensors)
         if not (torch.is_grad_enabled() and any(t.requires_grad for t in inputs)):
-            return self._step_without_tape(q, u, joint_target, joint_torque)
-        return StepOutput(*_StepFunction.apply(self, *inputs))
+            return self._step_without_tape(q, u, joint_target, joint_torque, tensors, k)
+        return StepOutput(*_StepFunction.apply(self, k, *inputs))
 
-    def _step_without_tape(self, q, u, joint_target, joint_torque) -> StepOutput:
+    def _step_without_tape(self, q, u, joint_target, joint_torque, params, substeps) -> StepOutput:
         """The same step with no tape and reused buffers (rollouts that need no gradient, e.g. PPO, evaluation)."""
         sim, model = self.sim, self.sim.model
         N, F = model.num_envs, model.num_feet
@@ -173,15 +213,18 @@ class TorchSimulator:
         def warp_in(t):
             return wp.from_torch(t.detach().contiguous(), dtype=model.dtype)
 
+        step_model = model.with_parameters({name: _param_array(model, name, t, self._params[name])
+                                            for name, t in zip(RANDOMIZABLE, params)})
         state_out = sim.empty_state()
-        data = sim.step(State(q=warp_in(q), u=warp_in(u)),
-                        Control(joint_target=warp_in(joint_target), joint_torque=warp_in(joint_torque)), state_out)
+        data = sim.advance(State(q=warp_in(q), u=warp_in(u)),
+                           Control(joint_target=warp_in(joint_target), joint_torque=warp_in(joint_torque)), state_out,
+                           substeps=substeps, model=step_model)
         foot_pos, foot_vel = sim.foot_kinematics(state_out.q, state_out.u)
-        force = (wp.to_torch(data.contact.force).reshape(N, F, 3).clone() if data.contact is not None
+        force = (wp.to_torch(data.contact_force).reshape(N, F, 3) if data.contact_force is not None
                  else torch.zeros((N, F, 3), dtype=self.dtype, device=self.device))
         return StepOutput(wp.to_torch(state_out.q), wp.to_torch(state_out.u),
                           wp.to_torch(foot_pos).reshape(N, F, 3), wp.to_torch(foot_vel).reshape(N, F, 3), force,
-                          wp.to_torch(data.diverged).bool().clone(), *self._contact_state(data))
+                          wp.to_torch(data.diverged).bool(), *self._contact_state(data.last))
 
     def _contact_state(self, data) -> tuple[torch.Tensor, torch.Tensor]:
         """Contact weights and gaps [N, F] of a step (zeros without contact), detached copies."""
