@@ -1,7 +1,8 @@
 """MJCF export of a :class:`RobotDescription`, loaded through MuJoCo's ``MjSpec``.
 
 The exported model has the same bodies (frames, masses, centres of mass, full inertias), hinge/slide joints
-(axes, limits, damping, armature, friction loss), a free joint on the base, one sphere geom per foot (named
+(axes, viscous damping, armature; limits and Coulomb friction loss only on request, since the simulator models
+neither: see :func:`to_mjcf`), a free joint on the base, one sphere geom per foot (named
 after the foot) and, on request, one actuator per joint:
 
 * ``actuators="position"``: MuJoCo position servos with the description's PD gains (``kp``, ``kv``) and a force
@@ -42,6 +43,8 @@ def to_mjcf(
     floor: bool = True,
     friction: float = 1.0,
     base_height: float | None = None,
+    joint_limits: bool = False,
+    joint_friction: bool = False,
 ) -> str:
     """The robot as MJCF XML text (optionally on a floor plane at z = 0).
 
@@ -52,6 +55,11 @@ def to_mjcf(
         floor: Add a ground plane at z = 0 (contacting the foot spheres only).
         friction: Sliding friction coefficient of foot-ground contacts.
         base_height: Initial base height (m); defaults to ``robot.default_base_height``.
+        joint_limits: Write the joints' ``range`` (limited hinges). Off by default: the differentiable simulator
+            does not model joint limits, so a comparison would compare different physics (limits are a gate of
+            the validation layer and a penalty of the tasks instead).
+        joint_friction: Write the joints' Coulomb ``frictionloss``. Off by default for the same reason (the
+            simulator models viscous joint damping, which is always written, but no joint Coulomb friction).
     """
     if actuators not in ACTUATOR_KINDS:
         raise ValueError(f"actuators must be one of {ACTUATOR_KINDS}, got '{actuators}'")
@@ -84,9 +92,10 @@ def to_mjcf(
             continue
         j = body.joint
         attrs = dict(name=j.name, type="hinge" if j.type == "revolute" else "slide", axis=_num(*j.axis),
-                     damping=repr(float(j.damping)), armature=repr(float(j.armature)),
-                     frictionloss=repr(float(j.friction)))
-        if np.isfinite(j.lower) and np.isfinite(j.upper):
+                     damping=repr(float(j.damping)), armature=repr(float(j.armature)))
+        if joint_friction:
+            attrs["frictionloss"] = repr(float(j.friction))
+        if joint_limits and np.isfinite(j.lower) and np.isfinite(j.upper):
             attrs["range"] = _num(j.lower, j.upper)
         ET.SubElement(elem, "joint", **attrs)
 

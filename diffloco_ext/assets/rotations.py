@@ -1,6 +1,9 @@
 """Small rotation helpers on numpy arrays (asset layer only; the simulator has its own Warp versions).
 
-Conventions: quaternions are ``(w, x, y, z)`` (MuJoCo and Isaac Lab order), unit length; rotation matrices
+Conventions: quaternions are ``(w, x, y, z)`` (MuJoCo's order, and this project's everywhere: descriptions,
+simulator state, exported MJCF), unit length. Isaac Lab 3.0 orders them ``(x, y, z, w)``
+(``isaaclab/utils/math.py``; Isaac Lab 2.x used ``(w, x, y, z)``): convert at that boundary with
+:func:`wxyz_to_xyzw` / :func:`xyzw_to_wxyz`, never by hand. Rotation matrices
 map vectors from the rotated (child) frame into the reference (parent) frame; URDF ``rpy`` is the fixed-axis
 roll-pitch-yaw ``R = Rz(yaw) @ Ry(pitch) @ Rx(roll)``.
 """
@@ -8,6 +11,17 @@ roll-pitch-yaw ``R = Rz(yaw) @ Ry(pitch) @ Rx(roll)``.
 from __future__ import annotations
 
 import numpy as np
+
+
+def wxyz_to_xyzw(quat):
+    """Quaternion(s) ``(..., 4)`` from this project's ``(w, x, y, z)`` to Isaac Lab 3.0's ``(x, y, z, w)``
+    (numpy arrays or torch tensors; a new array)."""
+    return quat[..., [1, 2, 3, 0]]
+
+
+def xyzw_to_wxyz(quat):
+    """Quaternion(s) ``(..., 4)`` from Isaac Lab 3.0's ``(x, y, z, w)`` to this project's ``(w, x, y, z)``."""
+    return quat[..., [3, 0, 1, 2]]
 
 
 def rpy_to_matrix(rpy) -> np.ndarray:

@@ -117,13 +117,31 @@ def test_package_does_not_read_shared_assets():
 
 @pytest.mark.parametrize("name", sorted(ROBOTS))
 def test_exported_joint_properties(name):
-    """Joint limits (rad), axes, damping and armature survive the export unchanged."""
+    """Joint limits (rad, on request), axes, damping and armature survive the export unchanged; by default the
+    export leaves out what the simulator does not model (joint limits, Coulomb friction loss)."""
     robot = get_robot(name)
-    model = to_mjmodel(robot)
+    model = to_mjmodel(robot, joint_limits=True, joint_friction=True)
+    plain = to_mjmodel(robot)
+    assert not plain.jnt_limited.any() and not plain.dof_frictionloss.any()
     for j in robot.joints:
         jid = model.joint(j.name).id
         np.testing.assert_allclose(model.jnt_axis[jid], j.axis, atol=1e-12)
+        assert model.dof_frictionloss[model.jnt_dofadr[jid]] == pytest.approx(j.friction)
         if np.isfinite(j.lower):
             np.testing.assert_allclose(model.jnt_range[jid], [j.lower, j.upper], rtol=1e-12)
         assert model.dof_damping[model.jnt_dofadr[jid]] == pytest.approx(j.damping)
         assert model.dof_armature[model.jnt_dofadr[jid]] == pytest.approx(j.armature)
+
+
+def test_quaternion_order_conversion_to_isaac_lab():
+    """Isaac Lab 3.0 quaternions are (x, y, z, w); ours are (w, x, y, z)."""
+    import torch
+
+    from diffloco_ext.assets.rotations import quat_to_matrix, wxyz_to_xyzw, xyzw_to_wxyz
+
+    wxyz = np.array([[np.cos(0.3), 0.0, 0.0, np.sin(0.3)]])  # 0.6 rad about z
+    xyzw = wxyz_to_xyzw(wxyz)
+    np.testing.assert_array_equal(xyzw, [[0.0, 0.0, np.sin(0.3), np.cos(0.3)]])
+    np.testing.assert_array_equal(xyzw_to_wxyz(xyzw), wxyz)
+    assert torch.equal(xyzw_to_wxyz(wxyz_to_xyzw(torch.tensor(wxyz))), torch.tensor(wxyz))
+    np.testing.assert_allclose(quat_to_matrix(wxyz[0])[:2, :2], [[np.cos(0.6), -np.sin(0.6)], [np.sin(0.6), np.cos(0.6)]])
