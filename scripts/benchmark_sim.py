@@ -107,6 +107,46 @@ def rollout_env_steps_per_s(sim: Simulator, steps: int, backward: bool) -> float
     return model.num_envs * steps / best
 
 
+def policy_step_seconds(sim: Simulator, substeps: int, decimated: bool, backward: bool, policy_steps: int = 8,
+                        repeats: int = 3) -> float:
+    """Time of one policy step of ``substeps`` physics steps through the torch bridge (best of ``repeats``
+    rollouts of ``policy_steps``): one decimated call (``substeps=k``), or ``k`` single-step calls."""
+    bridge = TorchSimulator(sim)
+    model = sim.model
+    q0 = torch.tensor(model.default_q(), device=bridge.device)
+    u0 = torch.zeros((model.num_envs, model.nv), dtype=bridge.dtype, device=bridge.device)
+    target = torch.tensor(np.tile(model.default_joint_pos, (model.num_envs, 1)), device=bridge.device,
+                          requires_grad=True)
+    best = float("inf")
+    for round_index in range(repeats + 1):
+        start = time.perf_counter()
+        with torch.set_grad_enabled(backward):
+            q, u, loss = q0, u0, 0.0
+            for _ in range(policy_steps):
+                if decimated:
+                    q, u, foot_pos = bridge.step(q, u, target, substeps=substeps)[:3]
+                else:
+                    for _ in range(substeps):
+                        q, u, foot_pos = bridge.step(q, u, target)[:3]
+                loss = loss + q[:, 2].sum() + foot_pos[..., 2].sum()
+            if backward:
+                loss.backward()
+        wp.synchronize()
+        if round_index > 0:
+            best = min(best, time.perf_counter() - start)
+    return best / policy_steps
+
+
+def policy_step_bytes_per_env(sim: Simulator, substeps: int) -> float:
+    """Bytes a taped policy step of ``substeps`` physics steps keeps per environment until its backward pass:
+    every physics step's values and the intermediate states (the gradient arrays are shared by all steps)."""
+    m = sim.model
+    values = StepData.allocate(m, requires_grad=False, contact=sim.contact).nbytes()
+    item = np.dtype(m.np_dtype).itemsize
+    states = (substeps - 1) * 2 * (m.nq + m.nv) * m.num_envs * item  # values and gradients of the states between
+    return (substeps * values + states) / m.num_envs
+
+
 def tape_mib(sim: Simulator, steps: int) -> float:
     """MiB a ``steps``-step differentiable rollout holds for its backward pass: every step's values, and one set of
     gradient arrays (shared by the steps' reverse passes)."""
@@ -134,7 +174,7 @@ def profile_stages(sim: Simulator, repeats: int = 10) -> list[tuple[str, float]]
     try:
         for _ in range(repeats):
             d.zero_accumulators()
-            sim._run(s0, control, s1, d, None)
+            sim._run(sim.model, s0, control, s1, d, None)
     finally:
         wp.launch = original
     return sorted(((k, v / repeats) for k, v in recorded.items()), key=lambda kv: -kv[1])
@@ -196,6 +236,9 @@ def main() -> None:
     parser.add_argument("--no-backward", action="store_true", help="skip forward+backward timing")
     parser.add_argument("--profile", action="store_true", help="print the time of each stage at the largest N")
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    parser.add_argument("--substeps", type=int, default=0,
+                        help="also time a decimated policy step of this many physics steps against as many "
+                             "single-step calls, at every --num-envs")
     args = parser.parse_args()
     torch.set_num_threads(1)
 
@@ -217,6 +260,23 @@ def main() -> None:
                          fwd_bwd_time_over_step=fwd / fb, tape_mib=mib))
         print(f"{n:>6} {fwd:>17,.0f} {fwd / mj:>9.2f} {roll:>12,.0f} {fb:>16,.0f} {roll / fb:>11.2f}x "
               f"{fwd / fb:>12.2f}x {mib:>9.1f}")
+    policy_rows = []
+    if args.substeps > 0:
+        k = args.substeps
+        print(f"policy step of {k} physics steps through the bridge: one decimated call vs {k} single-step calls")
+        print(f"{'envs':>6} {'fwd ms':>8} {'k singles':>10} {'ratio':>6} {'fwd+bwd ms':>11} {'k singles':>10} "
+              f"{'ratio':>6} {'KB/env':>7}")
+        for n in args.num_envs:
+            sim = Simulator(build_model(robot, n, device=args.device, dtype=args.dtype), dt=args.dt,
+                            contact=args.contact)
+            times = [policy_step_seconds(sim, k, decimated, backward) * 1e3
+                     for backward in (False, True) for decimated in (True, False)]
+            kb = policy_step_bytes_per_env(sim, k) / 1e3
+            print(f"{n:>6} {times[0]:>8.2f} {times[1]:>10.2f} {times[0] / times[1]:>6.2f} {times[2]:>11.2f} "
+                  f"{times[3]:>10.2f} {times[2] / times[3]:>6.2f} {kb:>7.1f}")
+            policy_rows.append(dict(num_envs=n, substeps=k, policy_step_fwd_ms=times[0], singles_fwd_ms=times[1],
+                             policy_step_fwd_bwd_ms=times[2], singles_fwd_bwd_ms=times[3],
+                             policy_step_kb_per_env=kb))
     if args.profile:
         sim = Simulator(build_model(robot, args.num_envs[-1], device=args.device, dtype=args.dtype), dt=args.dt,
                         contact=args.contact)
@@ -237,7 +297,8 @@ def main() -> None:
                               mujoco_env_steps_per_s=mj, fwd_env_steps_per_s=best["fwd_env_steps_per_s"],
                               fwd_rollout_env_steps_per_s=best["fwd_rollout_env_steps_per_s"],
                               fwd_bwd_env_steps_per_s=best["fwd_bwd_env_steps_per_s"],
-                              fwd_bwd_time_over_fwd=best["fwd_bwd_time_over_fwd"], rows=rows)))
+                              fwd_bwd_time_over_fwd=best["fwd_bwd_time_over_fwd"], rows=rows,
+                              policy_steps=policy_rows)))
 
 
 if __name__ == "__main__":
