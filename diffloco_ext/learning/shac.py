@@ -14,8 +14,12 @@ One iteration, driven by :class:`~diffloco_ext.learning.runner.SHACRunner`:
    MSE steps of the critic towards the targets; Polyak update of the target critic. A non-finite loss or gradient
    skips that update (counted, logged), the parameters stay as they were, training continues.
 
-Observation normalisation: the models' rsl_rl ``EmpiricalNormalization`` is updated with every observation of
-the rollout (before it is used), like DiffRL's ``obs_rms``.
+Observation normalisation as DiffRL's: the statistics stay frozen for the whole iteration (the rollout, its
+backward pass and the critic epochs all normalise with the same statistics, as DiffRL's frozen copy of
+``obs_rms``), and the iteration's observations are folded into the models' rsl_rl ``EmpiricalNormalization``
+after the update, for the next iteration. (Updating within the horizon would make the normalisation, and so
+the actor's input, drift between the steps of one backward pass.) One difference remains: DiffRL folds the
+observations reached after each step, this learner the ones the actor acted on.
 """
 
 from __future__ import annotations
@@ -155,6 +159,7 @@ class SHAC:
         self._objective = torch.zeros((), device=self.device)
         self._discount = torch.ones(self.num_envs, device=self.device)
         self._rew_acc = torch.zeros(self.num_envs, device=self.device)
+        self._segment_open = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
         self._obs: list[TensorDict] = []
         self._rewards: list[torch.Tensor] = []
         self._next_values: list[torch.Tensor] = []
@@ -162,12 +167,8 @@ class SHAC:
         self._targets: torch.Tensor | None = None
 
     def act(self, obs: TensorDict) -> torch.Tensor:
-        """Update the normalisers with ``obs``, record it for the critic, return reparameterised actions ``(N, A)``."""
-        obs_detached = obs.detach()
-        for model in (self.actor, self.critic, self.target_critic):
-            if hasattr(model, "update_normalization"):
-                model.update_normalization(obs_detached)
-        self._obs.append(obs_detached)
+        """Record ``obs`` for the critic and the normalisers, return reparameterised actions ``(N, A)``."""
+        self._obs.append(obs.detach())
         return self.actor(obs, stochastic_output=True)
 
     def process_env_step(self, obs: TensorDict, rewards: torch.Tensor, dones: torch.Tensor, extras: dict) -> None:
@@ -181,18 +182,25 @@ class SHAC:
         """
         done = dones.to(torch.bool)
         terminated, _ = split_dones(done, extras)
+        any_done = bool(done.any())
         next_obs = obs
-        if bool(done.any()):
+        if any_done:
             final_obs = extras.get(FINAL_OBS_KEY)
             if final_obs is None:
                 raise KeyError(f"A differentiable env must return extras['{FINAL_OBS_KEY}'] (pre-reset observations).")
-            next_obs = final_obs
+            for key in final_obs.keys():
+                if not bool(torch.isfinite(final_obs[key][done].detach()).all()):
+                    raise ValueError(f"extras['{FINAL_OBS_KEY}']['{key}'] is not finite for an env that is done: the "
+                                     f"env must reset diverged states before they reach the learner")
+            # per row: the pre-reset observation where the env is done, the observation elsewhere (the env
+            # contract allows filler in the rows that are not done)
+            next_obs = final_obs.apply(lambda f, o: torch.where(done.view(-1, *([1] * (f.dim() - 1))), f, o), obs)
         with torch.no_grad():
             next_values = self.target_critic(next_obs.detach()).squeeze(-1)
             next_values = torch.where(terminated, torch.zeros_like(next_values), next_values)
 
         self._rew_acc = self._rew_acc + self._discount * rewards
-        if bool(done.any()) and torch.is_grad_enabled():
+        if any_done and torch.is_grad_enabled():
             # Close the segments of the envs that finished: rewards so far + discounted bootstrap value.
             ids = done.nonzero(as_tuple=True)[0]
             boot = self.target_critic(next_obs[ids]).squeeze(-1)
@@ -200,6 +208,8 @@ class SHAC:
             self._objective = self._objective + (self._rew_acc[ids] + self._discount[ids] * self.gamma * boot).sum()
         self._discount = torch.where(done, torch.ones_like(self._discount), self._discount * self.gamma)
         self._rew_acc = torch.where(done, torch.zeros_like(self._rew_acc), self._rew_acc)
+        # a segment opened by this step's reset has no step yet: nothing to bootstrap if the horizon ends here
+        self._segment_open = ~done
 
         self._rewards.append(rewards.detach())
         self._next_values.append(next_values)
@@ -210,7 +220,9 @@ class SHAC:
         if len(self._rewards) == 0:
             raise RuntimeError("compute_returns called without a rollout.")
         last_values = self.target_critic(obs).squeeze(-1)
-        self._objective = self._objective + (self._rew_acc + self._discount * last_values).sum()
+        # only segments with at least one step (an env reset on the last step closed its segment already)
+        open_segments = (self._rew_acc + self._discount * last_values)[self._segment_open]
+        self._objective = self._objective + open_segments.sum()
         self._targets = td_lambda_targets(
             torch.stack(self._rewards), torch.stack(self._next_values), torch.stack(self._dones), self.gamma, self.lam
         )
@@ -259,6 +271,7 @@ class SHAC:
                     skipped_critic += 1
         self.skipped_critic_updates += skipped_critic
         self._polyak_update()
+        self._update_normalization(obs)
 
         loss_dict = {
             "actor": actor_loss.item(),
@@ -291,6 +304,13 @@ class SHAC:
             return False, float(grad_norm)
         optimizer.step()
         return True, float(grad_norm)
+
+    @torch.no_grad()
+    def _update_normalization(self, obs: TensorDict) -> None:
+        """Fold the horizon's observations into the observation normalisers (used from the next horizon on)."""
+        for model in (self.actor, self.critic, self.target_critic):
+            if hasattr(model, "update_normalization"):
+                model.update_normalization(obs)
 
     @torch.no_grad()
     def _polyak_update(self) -> None:

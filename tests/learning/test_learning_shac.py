@@ -81,11 +81,7 @@ class _ScheduledEnv(DiffVecEnv):
         return obs, actions[:, 0] * 0 + 1.0 + actions[:, 0], dones, {TIME_OUTS_KEY: time_outs, FINAL_OBS_KEY: obs}
 
 
-def test_actor_objective_terminations_timeouts_and_horizon_end():
-    """Rewards 1 (+ action ≈ 0), target critic ≡ c: check the accumulated objective against the formula."""
-    h, gamma, c = 4, 0.5, 3.0
-    schedule = [[None, None, None], [None, "term", "timeout"], [None, None, None], [None, None, None]]
-    env = _ScheduledEnv(schedule, 3)
+def _constant_critic_runner(env, h, gamma, c):
     cfg = SHACRunnerCfg(num_steps_per_env=h)
     cfg.algorithm.gamma = gamma
     runner = _quiet(make_runner, env, cfg)
@@ -97,6 +93,15 @@ def test_actor_objective_terminations_timeouts_and_horizon_end():
         alg.actor.mlp[-1].weight.zero_()
         alg.actor.mlp[-1].bias.zero_()
         alg.actor.distribution.log_std_param.fill_(-30.0)
+    return runner
+
+
+def test_actor_objective_terminations_timeouts_and_horizon_end():
+    """Rewards 1 (+ action ≈ 0), target critic ≡ c: check the accumulated objective against the formula."""
+    h, gamma, c = 4, 0.5, 3.0
+    schedule = [[None, None, None], [None, "term", "timeout"], [None, None, None], [None, None, None]]
+    env = _ScheduledEnv(schedule, 3)
+    alg = _constant_critic_runner(env, h, gamma, c).alg
     obs = env.get_observations()
     for _ in range(h):
         actions = alg.act(obs)
@@ -114,6 +119,90 @@ def test_actor_objective_terminations_timeouts_and_horizon_end():
     torch.testing.assert_close(targets[1, 2], torch.tensor(1.0 + gamma * c), rtol=1e-5, atol=1e-5)
     losses = alg.update()
     assert losses["actor"] == pytest.approx(-(env0 + env1 + env2) / (h * 3), rel=1e-5)
+
+
+def test_reset_on_the_last_step_of_a_horizon_is_not_bootstrapped():
+    """An env terminated on the horizon's last step closed its segment there: the horizon end must not add the
+    critic's value of its reset state (the old code added V'(s_reset): 4.875 instead of 1.875)."""
+    h, gamma, c = 4, 0.5, 3.0
+    env = _ScheduledEnv([[None], [None], [None], ["term"]], 1)
+    alg = _constant_critic_runner(env, h, gamma, c).alg
+    obs = env.get_observations()
+    for _ in range(h):
+        obs, r, d, extras = env.step(alg.act(obs))
+        alg.process_env_step(obs, r, d, extras)
+    alg.compute_returns(obs)
+    torch.testing.assert_close(alg._objective.detach(), torch.tensor(1.875), rtol=1e-5, atol=1e-5)
+
+
+class _FillerEnv(_ScheduledEnv):
+    """Observations differ per env; the final observations hold the pre-reset observation (``-obs``) in the done
+    rows and a filler elsewhere (allowed by the env contract), or NaN in a chosen place."""
+
+    filler, nan_row = 100.0, None
+
+    def get_observations(self):
+        return TensorDict({"policy": torch.arange(self.num_envs, dtype=torch.float32)[:, None].repeat(1, 2) + 1.0},
+                          batch_size=[self.num_envs])
+
+    def step(self, actions):
+        obs, r, d, extras = super().step(actions)
+        final = obs["policy"].clone()
+        final[d.bool()] *= -1.0
+        final[~d.bool()] = self.filler
+        if self.nan_row is not None:
+            final[self.nan_row] = float("nan")
+        extras[FINAL_OBS_KEY] = TensorDict({"policy": final}, batch_size=[self.num_envs])
+        return obs, r, d, extras
+
+
+def test_critic_next_values_are_selected_per_row():
+    env = _FillerEnv([[None, "timeout", None]], 3)
+    runner = _quiet(make_runner, env, SHACRunnerCfg(num_steps_per_env=1))
+    alg = runner.alg
+    obs = env.get_observations()
+    obs2, r, d, extras = env.step(alg.act(obs))
+    alg.process_env_step(obs2, r, d, extras)
+    with torch.no_grad():
+        expected = alg.target_critic(obs2).squeeze(-1)
+        expected[1] = alg.target_critic(extras[FINAL_OBS_KEY][1:2]).squeeze()
+    torch.testing.assert_close(alg._next_values[0], expected)
+    assert (expected[0] - alg.target_critic(extras[FINAL_OBS_KEY][0:1]).squeeze()).abs() > 1e-6  # the probe bites
+
+
+def test_non_finite_final_observation_of_a_done_env_is_a_clear_error():
+    env = _FillerEnv([[None, "timeout", None], [None, "timeout", None]], 3)
+    runner = _quiet(make_runner, env, SHACRunnerCfg(num_steps_per_env=2))
+    alg = runner.alg
+    env.nan_row = 0  # a row that is not done: filler, ignored
+    obs = env.get_observations()
+    obs, r, d, extras = env.step(alg.act(obs))
+    alg.process_env_step(obs, r, d, extras)
+    env.nan_row = 1  # the done row
+    obs, r, d, extras = env.step(alg.act(obs))
+    with pytest.raises(ValueError, match="not finite for an env that is done"):
+        alg.process_env_step(obs, r, d, extras)
+
+
+def test_observation_normalisation_is_frozen_within_an_iteration():
+    """As DiffRL: the statistics the rollout normalises with stay fixed until the update folds the iteration's
+    observations in."""
+    env = _FillerEnv([[None, None, None]] * 3, 3)
+    cfg = SHACRunnerCfg(num_steps_per_env=3)
+    cfg.actor.obs_normalization = cfg.critic.obs_normalization = True
+    alg = _quiet(make_runner, env, cfg).alg
+    before = {k: v.clone() for k, v in alg.actor.state_dict().items() if "normalizer" in k}
+    assert before, "the actor has no observation normaliser: the check would be empty"
+    obs = env.get_observations()
+    for _ in range(3):
+        obs, r, d, extras = env.step(alg.act(obs))
+        alg.process_env_step(obs, r, d, extras)
+        now = alg.actor.state_dict()
+        assert all(torch.equal(now[k], v) for k, v in before.items())
+    alg.compute_returns(obs)
+    alg.update()
+    now = alg.actor.state_dict()
+    assert any(not torch.equal(now[k], v) for k, v in before.items())
 
 
 # ---- NaN handling -----------------------------------------------------------------------------------------------
