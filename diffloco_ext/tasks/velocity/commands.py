@@ -1,0 +1,66 @@
+"""Velocity commands as Isaac Lab's ``UniformVelocityCommand``: (vx, vy) in m/s in the base frame and a yaw rate
+wz in rad/s, uniform in their ranges, resampled at resets and every ``resampling_time``; in heading mode wz is
+recomputed every policy step from a heading target, ``wz = clip(k wrap(heading* - heading), wz range)``; a
+fraction of envs stands (command zero)."""
+
+from __future__ import annotations
+
+import torch
+
+from ..robot_state import wrap_to_pi
+from .env_cfg import CommandsCfg
+
+
+class VelocityCommand:
+    """Per-env commands [N, 3] (vx, vy, wz), their heading targets and resampling timers."""
+
+    def __init__(self, cfg: CommandsCfg, num_envs: int, device, generator: torch.Generator):
+        self.cfg = cfg
+        self.num_envs = num_envs
+        self.device = device
+        self.generator = generator
+        self.command = torch.zeros(num_envs, 3, device=device)
+        self.heading_target = torch.zeros(num_envs, device=device)
+        self.is_heading_env = torch.zeros(num_envs, dtype=torch.bool, device=device)
+        self.is_standing_env = torch.zeros(num_envs, dtype=torch.bool, device=device)
+        self.time_left = torch.zeros(num_envs, device=device)
+
+    def _uniform(self, low: float, high: float, n: int) -> torch.Tensor:
+        return low + (high - low) * torch.rand(n, generator=self.generator, device=self.device)
+
+    def resample(self, env_mask: torch.Tensor) -> None:
+        """New commands for the envs in ``env_mask`` [N] bool (values drawn for all envs, kept where masked, so
+        the random stream does not depend on how many envs resample)."""
+        c, n = self.cfg, self.num_envs
+        fresh = torch.stack((self._uniform(*c.lin_vel_x, n), self._uniform(*c.lin_vel_y, n),
+                             self._uniform(*c.ang_vel_z, n)), dim=-1)
+        heading = self._uniform(*c.heading, n)
+        heading_env = torch.rand(n, generator=self.generator, device=self.device) < c.rel_heading_envs
+        standing = torch.rand(n, generator=self.generator, device=self.device) < c.rel_standing_envs
+        m = env_mask
+        self.command = torch.where(m[:, None], fresh, self.command)
+        self.heading_target = torch.where(m, heading, self.heading_target)
+        self.is_heading_env = torch.where(m, heading_env & c.heading_command, self.is_heading_env)
+        self.is_standing_env = torch.where(m, standing, self.is_standing_env)
+        self.time_left = torch.where(m, torch.full_like(self.time_left, c.resampling_time), self.time_left)
+
+    def update(self, dt: float, heading: torch.Tensor) -> None:
+        """Advance the timers by ``dt`` (s), resample the expired commands, apply heading control at the current
+        base ``heading`` [N] (rad), zero the standing envs."""
+        self.time_left = self.time_left - dt
+        expired = self.time_left <= 0.0
+        if bool(expired.any()):
+            self.resample(expired)
+        c = self.cfg
+        if c.heading_command:
+            wz = (c.heading_control_stiffness * wrap_to_pi(self.heading_target - heading.detach())).clamp(*c.ang_vel_z)
+            self.command[:, 2] = torch.where(self.is_heading_env, wz, self.command[:, 2])
+        self.command = torch.where(self.is_standing_env[:, None], torch.zeros_like(self.command), self.command)
+
+    def state_dict(self) -> dict:
+        return {k: getattr(self, k).clone() for k in
+                ("command", "heading_target", "is_heading_env", "is_standing_env", "time_left")}
+
+    def load_state_dict(self, state: dict) -> None:
+        for k, v in state.items():
+            setattr(self, k, v.clone().to(self.device))

@@ -1,0 +1,189 @@
+"""Configuration of the velocity-tracking tasks: the single source of truth of what the env does.
+
+The policy interface is exactly Isaac Lab 3.0's ``Isaac-Velocity-Flat-AnymalD`` (``isaaclab_tasks/core/velocity``:
+``velocity_env_cfg.py`` and ``config/anymal_d/flat_env_cfg.py``), so a policy moves between this project, Isaac
+Lab and a robot unchanged:
+
+* 48 observations, in this order, no scaling, no clipping: base linear velocity (base frame, of the base's centre
+  of mass, as Isaac Lab's ``root_lin_vel_b``; m/s, 3), base angular velocity (base frame, rad/s, 3), projected
+  gravity (unit vector in the base frame, 3), velocity command (vx, vy in m/s, wz in rad/s, 3), joint positions
+  minus the default pose (rad, 12), joint velocities (rad/s, 12), last actions (raw, 12). Joints in Isaac Lab's
+  order (grouped by type: LF_HAA, LH_HAA, RF_HAA, RH_HAA, LF_HFE, ..., RH_KFE).
+* 12 actions in the same joint order: joint target = default pose + 0.5 x action (rad).
+* 50 Hz: ``sim.dt`` 0.005 s x ``sim.substeps`` 4; 20 s episodes; commands resampled every 10 s.
+
+Rewards differ from Isaac Lab's where Isaac Lab's cannot be differentiated (feet air time -> paper A's
+sinusoidal foot-height reference; contact counts -> smooth penetration penalties); every term and weight is here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from diffloco_ext.sim.config import SimCfg
+from diffloco_ext.sim.contact import ContactParams
+
+
+@dataclass
+class CommandsCfg:
+    """Velocity commands, as Isaac Lab's ``UniformVelocityCommandCfg`` of the flat ANYmal-D task.
+
+    In heading mode the yaw-rate command follows a heading target: ``wz = clip(k (heading* - heading), wz range)``
+    every policy step. A fraction of envs is commanded to stand still (all zero).
+    """
+
+    lin_vel_x: tuple[float, float] = (-1.0, 1.0)  # m/s, base frame
+    lin_vel_y: tuple[float, float] = (-1.0, 1.0)  # m/s
+    ang_vel_z: tuple[float, float] = (-1.0, 1.0)  # rad/s
+    heading: tuple[float, float] = (-math.pi, math.pi)  # rad, world frame
+    heading_command: bool = True
+    heading_control_stiffness: float = 0.5  # 1/s
+    rel_heading_envs: float = 1.0
+    rel_standing_envs: float = 0.02
+    resampling_time: float = 10.0  # s
+
+
+@dataclass
+class ObservationNoiseCfg:
+    """Uniform training noise per observation group, half-widths (Isaac Lab's values); commands and last
+    actions are exact. ``enable = False`` for evaluation."""
+
+    enable: bool = True
+    base_lin_vel: float = 0.1  # m/s
+    base_ang_vel: float = 0.2  # rad/s
+    projected_gravity: float = 0.05
+    joint_pos: float = 0.01  # rad
+    joint_vel: float = 1.5  # rad/s
+
+
+@dataclass
+class ActionsCfg:
+    """Joint position actions: ``target = default + scale * action`` (Isaac Lab's ``JointPositionActionCfg``)."""
+
+    scale: float = 0.5
+    clip: float | None = None  # None: actions as given (SHAC's are tanh-squashed, PPO's are unbounded)
+
+
+@dataclass
+class FootHeightReferenceCfg:
+    """Paper A's sinusoidal foot-height reference (in place of the non-differentiable feet-air-time reward).
+
+    Foot ``f`` should be at height ``h_ref = height * max(0, sin(2 pi t / period + phase_f))`` above the ground
+    (the bottom of its sphere, m), ``phase`` 0 for LF and RH, pi for RF and LH (trot pairs shifted by pi). Envs
+    commanded to stand get ``h_ref = 0``. Reward ``exp(-sum_f (h_f - h_ref_f)^2 / std^2)``.
+    """
+
+    period: float = 0.6  # s, one gait cycle
+    height: float = 0.08  # m, apex of the swing
+    std: float = 0.05  # m
+    standing_threshold: float = 0.1  # |command| (m/s, rad/s) below which the reference stays at 0
+
+
+@dataclass
+class RewardsCfg:
+    """Reward weights (each term is multiplied by its weight and the policy step, 0.02 s, as in Isaac Lab).
+
+    Tracking and regularisers are Isaac Lab's flat ANYmal-D values, so returns compare; the rest:
+
+    * ``foot_height_reference`` 0.5: takes the place of feet-air-time (0.5 in Isaac Lab's flat task);
+    * ``undesired_contact`` -1.0 per metre of thigh/shank penetration x 100 (a smooth stand-in for Isaac Lab's
+      count of thigh contacts above 1 N, which has no gradient);
+    * ``joint_pos_limits`` -10: the simulator models no joint limits (Isaac Lab's PhysX does), so leaving the
+      range is penalised (rad outside the soft limits, 95 % of the range as Isaac Lab's ``soft_joint_pos_limit_factor``);
+    * ``termination`` -1 x (1 / policy step): a fall costs as much as 1 s of full tracking reward.
+    """
+
+    track_lin_vel_xy: float = 1.0
+    track_lin_vel_xy_std: float = 0.5  # m/s
+    track_ang_vel_z: float = 0.5
+    track_ang_vel_z_std: float = 0.5  # rad/s
+    lin_vel_z: float = -2.0
+    ang_vel_xy: float = -0.05
+    flat_orientation: float = -5.0
+    joint_torques: float = -2.5e-5
+    joint_acc: float = -2.5e-7
+    action_rate: float = -0.01
+    foot_height_reference: float = 0.5
+    undesired_contact: float = -1.0
+    joint_pos_limits: float = -10.0
+    soft_joint_pos_limit_factor: float = 0.95
+    termination: float = -50.0
+
+
+@dataclass
+class RandomizationCfg:
+    """Domain randomisation, uniform, resampled for an env at each of its resets (paper A: observation noise,
+    mass, friction, base velocity pushes; plus centre of mass and PD gains, which help transfer)."""
+
+    enable: bool = True
+    friction: tuple[float, float] = (0.4, 1.2)
+    base_mass_scale: tuple[float, float] = (0.8, 1.25)  # log-uniform, as Isaac Lab's add_base_mass
+    base_com_xy: float = 0.05  # m, half-width
+    base_com_z: float = 0.01  # m
+    stiffness_scale: tuple[float, float] = (0.85, 1.15)
+    damping_scale: tuple[float, float] = (0.85, 1.15)
+    push_interval: tuple[float, float] = (10.0, 15.0)  # s
+    push_velocity_xy: float = 0.5  # m/s, added to the base velocity
+
+
+@dataclass
+class ResetCfg:
+    """Initial states, as Isaac Lab's reset events: base at ``height`` with x, y within +-``position_xy`` and
+    yaw within +-``yaw``; every base velocity component within +-``velocity``; joints at the default pose
+    scaled by U(``joint_pos_scale``), at rest."""
+
+    height: float = 0.65  # m (Isaac Lab's init_state pos z; the robot stands at ~0.545 m)
+    position_xy: float = 0.5
+    yaw: float = math.pi
+    velocity: float = 0.5  # m/s and rad/s
+    joint_pos_scale: tuple[float, float] = (0.5, 1.5)
+
+
+@dataclass
+class TerminationsCfg:
+    """A base collision shape touching the ground ends the episode (Isaac Lab: base contact force > 1 N), as
+    does a thigh touching if ``thigh_contact``; a diverged simulation resets the env and is counted."""
+
+    base_contact: bool = True
+    thigh_contact: bool = False
+    contact_margin: float = 0.0  # m: a gap below this counts as contact
+
+
+@dataclass
+class VelocityEnvCfg:
+    """The velocity-tracking task (defaults: ANYmal D on flat ground, Isaac Lab's flat task conventions)."""
+
+    robot: str = "anymal_d"
+    num_envs: int = 256
+    seed: int = 42
+    episode_length_s: float = 20.0
+    sim: SimCfg = field(default_factory=lambda: SimCfg(dt=0.005, substeps=4, contact=ContactParams("smoothed")))
+    commands: CommandsCfg = field(default_factory=CommandsCfg)
+    observation_noise: ObservationNoiseCfg = field(default_factory=ObservationNoiseCfg)
+    actions: ActionsCfg = field(default_factory=ActionsCfg)
+    foot_height_reference: FootHeightReferenceCfg = field(default_factory=FootHeightReferenceCfg)
+    rewards: RewardsCfg = field(default_factory=RewardsCfg)
+    randomization: RandomizationCfg = field(default_factory=RandomizationCfg)
+    reset: ResetCfg = field(default_factory=ResetCfg)
+    terminations: TerminationsCfg = field(default_factory=TerminationsCfg)
+    privileged_critic: bool = True  # an observation group "critic_privileged": contact states, friction, mass, ...
+
+    @property
+    def policy_dt(self) -> float:
+        return self.sim.policy_dt
+
+
+@dataclass
+class AnymalDFlatEnvCfg(VelocityEnvCfg):
+    """``DiffLoco-Velocity-Flat-AnymalD``: Isaac Lab's ``Isaac-Velocity-Flat-AnymalD`` interface."""
+
+    robot: str = "anymal_d"
+
+
+@dataclass
+class AnymalCFlatEnvCfg(VelocityEnvCfg):
+    """``DiffLoco-Velocity-Flat-AnymalC`` (paper A, section A.3)."""
+
+    robot: str = "anymal_c"
+    reset: ResetCfg = field(default_factory=lambda: ResetCfg(height=0.6))

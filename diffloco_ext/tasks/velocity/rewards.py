@@ -1,0 +1,77 @@
+"""Reward terms of the velocity task, each differentiable in torch (per env, [N]; units in each docstring).
+
+Isaac Lab's definitions (``isaaclab/envs/mdp/rewards.py``) where they are differentiable; the others replaced by
+smooth terms (see :class:`~.env_cfg.RewardsCfg`). The env multiplies each term by its weight and the policy
+step (s), as Isaac Lab's reward manager does.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .env_cfg import FootHeightReferenceCfg
+
+
+def track_lin_vel_xy_exp(command: torch.Tensor, lin_vel_b: torch.Tensor, std: float) -> torch.Tensor:
+    """``exp(-|(vx, vy)* - (vx, vy)|^2 / std^2)``: base-frame planar velocity of the centre of mass (m/s)."""
+    return torch.exp(-torch.sum(torch.square(command[:, :2] - lin_vel_b[:, :2]), dim=1) / std**2)
+
+
+def track_ang_vel_z_exp(command: torch.Tensor, ang_vel_b: torch.Tensor, std: float) -> torch.Tensor:
+    """``exp(-(wz* - wz)^2 / std^2)`` (rad/s)."""
+    return torch.exp(-torch.square(command[:, 2] - ang_vel_b[:, 2]) / std**2)
+
+
+def lin_vel_z_l2(lin_vel_b: torch.Tensor) -> torch.Tensor:
+    """Squared vertical base velocity (m²/s²)."""
+    return torch.square(lin_vel_b[:, 2])
+
+
+def ang_vel_xy_l2(ang_vel_b: torch.Tensor) -> torch.Tensor:
+    """Squared roll and pitch rates (rad²/s²)."""
+    return torch.sum(torch.square(ang_vel_b[:, :2]), dim=1)
+
+
+def flat_orientation_l2(projected_gravity_b: torch.Tensor) -> torch.Tensor:
+    """Squared horizontal components of the gravity direction in the base frame (0 when level)."""
+    return torch.sum(torch.square(projected_gravity_b[:, :2]), dim=1)
+
+
+def joint_torques_l2(torque: torch.Tensor) -> torch.Tensor:
+    """Sum of squared joint torques (N²m²), the torques applied over the policy step (their mean)."""
+    return torch.sum(torch.square(torque), dim=1)
+
+
+def joint_acc_l2(joint_vel: torch.Tensor, joint_vel_before: torch.Tensor, dt: float) -> torch.Tensor:
+    """Sum of squared joint accelerations (rad²/s⁴), the mean acceleration over the policy step of ``dt`` s
+    (Isaac Lab's engines report the last physics step's)."""
+    return torch.sum(torch.square((joint_vel - joint_vel_before) / dt), dim=1)
+
+
+def action_rate_l2(action: torch.Tensor, previous_action: torch.Tensor) -> torch.Tensor:
+    """Sum of squared changes of the raw actions between policy steps."""
+    return torch.sum(torch.square(action - previous_action), dim=1)
+
+
+def penetration(gaps: torch.Tensor, scale: float = 100.0) -> torch.Tensor:
+    """Sum over bodies of ``scale * max(0, -gap)`` (gap in m, negative when penetrating): the smooth stand-in
+    for a count of contacts (1 per cm of penetration with the default scale)."""
+    return scale * torch.sum(torch.relu(-gaps), dim=1)
+
+
+def joint_pos_limits(joint_pos: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor) -> torch.Tensor:
+    """Sum of the joint angles' distances outside ``[lower, upper]`` (rad), as Isaac Lab's ``joint_pos_limits``."""
+    return torch.sum(torch.relu(joint_pos - upper) + torch.relu(lower - joint_pos), dim=1)
+
+
+def foot_height_reference(time: torch.Tensor, phase: torch.Tensor, cfg: FootHeightReferenceCfg,
+                          moving: torch.Tensor) -> torch.Tensor:
+    """Paper A's sinusoidal swing-height reference [N, F] (m) at ``time`` [N] (s since the episode start) for
+    feet with phase offsets ``phase`` [F] (rad); zero for envs that are not ``moving`` [N] bool."""
+    arg = 2.0 * torch.pi * time[:, None] / cfg.period + phase[None, :]
+    return cfg.height * torch.clamp(torch.sin(arg), min=0.0) * moving[:, None]
+
+
+def foot_height_tracking_exp(foot_height: torch.Tensor, reference: torch.Tensor, std: float) -> torch.Tensor:
+    """``exp(-sum_f (h_f - h_ref_f)^2 / std^2)`` for foot heights [N, F] above the ground (m)."""
+    return torch.exp(-torch.sum(torch.square(foot_height - reference), dim=1) / std**2)
