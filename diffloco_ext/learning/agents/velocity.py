@@ -1,0 +1,66 @@
+"""SHAC and PPO runner configs of the velocity-tracking tasks.
+
+PPO: Isaac Lab's ``AnymalDFlatPPORunnerCfg`` exactly (24 steps per env, MLP [128, 128, 128] ELU for actor and
+critic, no observation normaliser, initial std 1, adaptive lr 1e-3 with KL 0.01, clip 0.2, entropy 0.005,
+5 epochs x 4 minibatches, 300 iterations), so the comparison is against what Isaac Lab users run.
+
+SHAC: paper A's traced policy (MLP [128, 64, 32] ELU + LayerNorm, observation normaliser, tanh-squashed
+Gaussian, initial log-std -1) and DiffRL's critic; horizon 32 policy steps (0.64 s); the critic reads the
+privileged group. Learning rates: the DiffRL defaults (2e-3 with linear decay); tuned values are in docs/learning.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..config import (
+    DistributionCfg,
+    LayerNormMLPModelCfg,
+    MLPModelCfg,
+    PPOAlgorithmCfg,
+    PPORunnerCfg,
+    SHACAlgorithmCfg,
+    SHACRunnerCfg,
+    SquashedGaussianDistributionCfg,
+)
+
+_OBS_GROUPS = {"actor": ["policy"], "critic": ["critic"]}
+
+
+@dataclass
+class AnymalDFlatSHACRunnerCfg(SHACRunnerCfg):
+    num_steps_per_env: int = 32
+    max_iterations: int = 400
+    save_interval: int = 50
+    experiment_name: str = "anymal_d_flat"
+    obs_groups: dict = field(default_factory=lambda: dict(_OBS_GROUPS))
+    actor: MLPModelCfg = field(default_factory=lambda: LayerNormMLPModelCfg(
+        hidden_dims=[128, 64, 32], distribution_cfg=SquashedGaussianDistributionCfg(init_std=math.exp(-1.0))))
+    critic: MLPModelCfg = field(default_factory=lambda: LayerNormMLPModelCfg(hidden_dims=[128, 128]))
+    algorithm: SHACAlgorithmCfg = field(default_factory=lambda: SHACAlgorithmCfg(
+        actor_learning_rate=1e-3, critic_learning_rate=1e-3, num_critic_epochs=8, num_critic_mini_batches=4))
+
+
+@dataclass
+class AnymalDFlatPPORunnerCfg(PPORunnerCfg):
+    num_steps_per_env: int = 24
+    max_iterations: int = 300
+    save_interval: int = 50
+    experiment_name: str = "anymal_d_flat"
+    obs_groups: dict = field(default_factory=lambda: {"actor": ["policy"], "critic": ["policy"]})
+    actor: MLPModelCfg = field(default_factory=lambda: MLPModelCfg(
+        hidden_dims=[128, 128, 128], obs_normalization=False, distribution_cfg=DistributionCfg(init_std=1.0)))
+    critic: MLPModelCfg = field(default_factory=lambda: MLPModelCfg(hidden_dims=[128, 128, 128],
+                                                                    obs_normalization=False))
+    algorithm: PPOAlgorithmCfg = field(default_factory=PPOAlgorithmCfg)
+
+
+@dataclass
+class AnymalCFlatSHACRunnerCfg(AnymalDFlatSHACRunnerCfg):
+    experiment_name: str = "anymal_c_flat"
+
+
+@dataclass
+class AnymalCFlatPPORunnerCfg(AnymalDFlatPPORunnerCfg):
+    experiment_name: str = "anymal_c_flat"

@@ -1,0 +1,86 @@
+"""The rsl_rl-style command line of ``scripts/train.py`` and ``scripts/play.py``: arguments, configs with
+overrides, log directories, checkpoints.
+
+Logs: ``logs/<algo>/<experiment_name>/<YYYY-mm-dd_HH-MM-SS>[_<run_name>]/`` with ``params/env.yaml``,
+``params/agent.yaml``, ``model_<it>.pt`` and TensorBoard event files (as Isaac Lab's ``logs/rsl_rl/...``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from datetime import datetime
+
+from diffloco_ext.tasks import registry
+from diffloco_ext.tasks.cfg_override import apply_overrides, dump_yaml, parse_overrides
+
+from .checkpoint import get_checkpoint_path
+
+ALGORITHMS = tuple(registry.AGENT_ENTRY_POINTS)
+
+
+def add_common_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--task", required=True, help="registered task id (scripts/list_envs.py lists them)")
+    parser.add_argument("--algo", default="shac", choices=ALGORITHMS, help="learner: shac (default) or ppo")
+    parser.add_argument("--num_envs", type=int, default=None, help="number of parallel environments")
+    parser.add_argument("--seed", type=int, default=None, help="seed of the env and the learner")
+    parser.add_argument("--device", default=None, help="cpu or cuda[:N] (simulation and learner)")
+    parser.add_argument("--experiment_name", default=None, help="log folder under logs/<algo>/")
+    parser.add_argument("--run_name", default=None, help="suffix of the run folder")
+    parser.add_argument("--load_run", default=None, help="run folder (regex) to load from (default: latest)")
+    parser.add_argument("--checkpoint", default=None, help="checkpoint file (regex, or a path) to load")
+    parser.add_argument("--log_root", default="logs", help="root of the log folders")
+    parser.add_argument("overrides", nargs="*", help="config overrides: env.<field>=<value> agent.<field>=<value>")
+
+
+def load_configs(args: argparse.Namespace):
+    """The task's env and agent configs with the CLI arguments and the overrides applied (validated)."""
+    env_cfg = registry.load_cfg(args.task, "env_cfg_entry_point")
+    agent_cfg = registry.load_agent_cfg(args.task, args.algo)
+    if args.num_envs is not None:
+        env_cfg.num_envs = args.num_envs
+    if args.seed is not None:
+        env_cfg.seed = agent_cfg.seed = args.seed
+    if args.device is not None:
+        env_cfg.sim.device = agent_cfg.device = args.device
+    for name in ("experiment_name", "run_name"):
+        if getattr(args, name, None) is not None:
+            setattr(agent_cfg, name, getattr(args, name))
+    if getattr(args, "max_iterations", None) is not None:
+        agent_cfg.max_iterations = args.max_iterations
+    if getattr(args, "logger", None) is not None:
+        agent_cfg.logger = args.logger
+    if args.load_run is not None:
+        agent_cfg.load_run = args.load_run
+    if args.checkpoint is not None:
+        agent_cfg.load_checkpoint = args.checkpoint
+    overrides = parse_overrides(args.overrides)
+    apply_overrides(env_cfg, overrides["env"], "env")
+    apply_overrides(agent_cfg, overrides["agent"], "agent")
+    return env_cfg, agent_cfg
+
+
+def experiment_dir(args, agent_cfg) -> str:
+    return os.path.join(args.log_root, args.algo, agent_cfg.experiment_name)
+
+
+def new_run_dir(args, agent_cfg, env_cfg) -> str:
+    """A fresh run folder with ``params/env.yaml`` and ``params/agent.yaml``."""
+    name = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    if agent_cfg.run_name:
+        name += f"_{agent_cfg.run_name}"
+    log_dir = os.path.abspath(os.path.join(experiment_dir(args, agent_cfg), name))
+    os.makedirs(os.path.join(log_dir, "params"), exist_ok=True)
+    dump_yaml(env_cfg, os.path.join(log_dir, "params", "env.yaml"))
+    dump_yaml(agent_cfg, os.path.join(log_dir, "params", "agent.yaml"))
+    return log_dir
+
+
+def resolve_checkpoint(args, agent_cfg, checkpoint: str | None = None) -> str:
+    """A checkpoint path: ``checkpoint`` if it is a file; ``"latest"`` or a regex: the latest match in the
+    latest run (matching ``load_run``) of the experiment."""
+    checkpoint = checkpoint if checkpoint is not None else agent_cfg.load_checkpoint
+    if checkpoint and os.path.isfile(checkpoint):
+        return os.path.abspath(checkpoint)
+    pattern = "model_.*.pt" if checkpoint in (None, "", "latest") else checkpoint
+    return get_checkpoint_path(experiment_dir(args, agent_cfg), agent_cfg.load_run, pattern)

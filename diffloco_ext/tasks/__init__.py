@@ -1,0 +1,47 @@
+"""Locomotion tasks, registered with gymnasium (Isaac Lab style: string entry points only).
+
+Importing this module registers every task id and imports nothing heavy (no Warp, no torch): Isaac Lab imports
+it on every ``isaaclab`` command through the ``isaaclab.tasks`` entry-point group (``setup.py``), so it must stay
+light and must not fail.
+
+| id | env | robot |
+| --- | --- | --- |
+| ``DiffLoco-Velocity-Flat-AnymalD`` | velocity tracking, Isaac Lab's flat ANYmal-D interface | ANYmal D |
+| ``DiffLoco-Velocity-Flat-AnymalC`` | velocity tracking (paper A, A.3) | ANYmal C |
+| ``DiffLoco-Quadruped-Forward`` | forward walking at 1 m/s (paper A, A.2) | Warp quadruped |
+
+Each registration carries ``env_cfg_entry_point``, ``rsl_rl_cfg_entry_point`` (PPO) and ``shac_cfg_entry_point``
+(SHAC); :mod:`.registry` resolves them.
+"""
+
+import gymnasium as gym
+
+_VELOCITY = "diffloco_ext.tasks.velocity"
+_QUADRUPED = "diffloco_ext.tasks.quadruped"
+_AGENTS = "diffloco_ext.learning.agents"
+
+TASKS = {
+    "DiffLoco-Velocity-Flat-AnymalD": dict(
+        entry_point=f"{_VELOCITY}.env:VelocityEnv",
+        env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlatEnvCfg",
+        rsl_rl_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatPPORunnerCfg",
+        shac_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatSHACRunnerCfg",
+    ),
+    "DiffLoco-Velocity-Flat-AnymalC": dict(
+        entry_point=f"{_VELOCITY}.env:VelocityEnv",
+        env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalCFlatEnvCfg",
+        rsl_rl_cfg_entry_point=f"{_AGENTS}.velocity:AnymalCFlatPPORunnerCfg",
+        shac_cfg_entry_point=f"{_AGENTS}.velocity:AnymalCFlatSHACRunnerCfg",
+    ),
+    "DiffLoco-Quadruped-Forward": dict(
+        entry_point=f"{_QUADRUPED}.env:QuadrupedForwardEnv",
+        env_cfg_entry_point=f"{_QUADRUPED}.env_cfg:QuadrupedForwardEnvCfg",
+        rsl_rl_cfg_entry_point=f"{_AGENTS}.quadruped:QuadrupedForwardPPORunnerCfg",
+        shac_cfg_entry_point=f"{_AGENTS}.quadruped:QuadrupedForwardSHACRunnerCfg",
+    ),
+}
+
+for _task_id, _spec in TASKS.items():
+    if _task_id not in gym.registry:
+        _kwargs = {k: v for k, v in _spec.items() if k != "entry_point"}
+        gym.register(id=_task_id, entry_point=_spec["entry_point"], disable_env_checker=True, kwargs=_kwargs)
