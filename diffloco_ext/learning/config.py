@@ -120,6 +120,8 @@ class RunnerCfg:
     experiment_name: str = "diffloco"
     run_name: str = ""
     logger: str = "tensorboard"
+    progress: str = "line"
+    """Console output per iteration: ``"line"`` (one progress line) or ``"block"`` (rsl_rl's block)."""
     neptune_project: str = "diffloco"
     wandb_project: str = "diffloco"
     resume: bool = False

@@ -1,18 +1,37 @@
-"""rsl_rl's :class:`~rsl_rl.utils.logger.Logger`, extended with scalars of our own.
+"""rsl_rl's :class:`~rsl_rl.utils.logger.Logger`, extended with scalars of our own and a one-line progress print.
 
 rsl_rl's logger writes TensorBoard/W&B/Neptune scalars and prints the per-iteration block (steps, FPS, losses,
 mean reward and episode length, ETA). SHAC adds scalars that rsl_rl has no argument for (actor gradient norm
 before clipping, value estimates, critic learning rate, skipped updates); they are passed as namespaced extras
 (``"Group/name"``), which rsl_rl logs under that tag and prints as ``Group/name: value``.
+
+With the runner config's ``progress = "line"`` (the default of this project's runner configs) the block is
+replaced by one line per iteration::
+
+    it   12/400 | reward   3.21 | v_xy err 0.41 m/s | w_z err 0.30 rad/s | ep len  512 | 6,912 steps/s | ETA 0:07:12
+
+(the tracking errors are the env's ``Metrics/lin_vel_xy_error`` and ``Metrics/ang_vel_z_error`` when it logs
+them). TensorBoard receives the same scalars either way.
 """
 
 from __future__ import annotations
 
+import contextlib
+import datetime
+import io
+import statistics
+
+import torch
 from rsl_rl.utils.logger import Logger
 
 
+def _mean_extra(ep_extras: list[dict], key: str) -> float | None:
+    values = [float(torch.as_tensor(e[key]).float().mean()) for e in ep_extras if key in e]
+    return sum(values) / len(values) if values else None
+
+
 class TrainingLogger(Logger):
-    """rsl_rl ``Logger`` with ``log(..., extra_scalars={"Group/name": value})``."""
+    """rsl_rl ``Logger`` with ``log(..., extra_scalars={"Group/name": value})`` and the one-line progress."""
 
     def log(self, *args, extra_scalars: dict[str, float] | None = None, **kwargs) -> None:
         """As rsl_rl's ``Logger.log``; ``extra_scalars`` keys must contain a ``/``."""
@@ -21,4 +40,26 @@ class TrainingLogger(Logger):
                 if "/" not in key:
                     raise ValueError(f"extra scalar '{key}' needs a 'Group/' prefix")
             self.ep_extras.append({k: float(v) for k, v in extra_scalars.items()})
-        super().log(*args, **kwargs)
+        if self.writer is None or self.cfg.get("progress", "block") != "line":
+            super().log(*args, **kwargs)
+            return
+        names = ("it", "start_it", "total_it", "collect_time", "learn_time")
+        values = dict(zip(names, args), **{k: v for k, v in kwargs.items() if k in names})
+        lin = _mean_extra(self.ep_extras, "Metrics/lin_vel_xy_error")
+        ang = _mean_extra(self.ep_extras, "Metrics/ang_vel_z_error")
+        with contextlib.redirect_stdout(io.StringIO()):
+            super().log(*args, **kwargs)
+        it, start_it, total_it = values["it"], values["start_it"], values["total_it"]
+        iteration_time = values["collect_time"] + values["learn_time"]
+        fps = self.cfg["num_steps_per_env"] * self.num_envs * self.gpu_world_size / max(iteration_time, 1e-9)
+        done = it + 1 - start_it
+        eta = datetime.timedelta(seconds=int(self.tot_time / done * (total_it - start_it - done)))
+        reward = f"{statistics.mean(self.rewbuffer):7.2f}" if self.rewbuffer else "      -"
+        length = f"{statistics.mean(self.lenbuffer):5.0f}" if self.lenbuffer else "    -"
+        parts = [f"it {it + 1:4d}/{total_it}", f"reward {reward}"]
+        if lin is not None:
+            parts.append(f"v_xy err {lin:.2f} m/s")
+        if ang is not None:
+            parts.append(f"w_z err {ang:.2f} rad/s")
+        parts += [f"ep len {length}", f"{fps:,.0f} steps/s", f"ETA {eta}"]
+        print(" | ".join(parts), flush=True)

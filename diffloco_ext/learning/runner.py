@@ -216,7 +216,9 @@ def make_runner(env, train_cfg, log_dir: str | None = None, device: str | None =
     device = device or cfg.get("device", "cpu")
     if resolve_algorithm(cfg["algorithm"]["class_name"]) is SHAC:
         return SHACRunner(env, cfg, log_dir, device)
-    return OnPolicyRunner(env, cfg, log_dir, device)
+    runner = OnPolicyRunner(env, cfg, log_dir, device)
+    runner.logger.__class__ = TrainingLogger  # same state, adds the one-line progress (cfg["progress"])
+    return runner
 
 
 def build_ppo_runner(env, ppo_cfg, log_dir: str | None = None, device: str | None = None) -> OnPolicyRunner:
