@@ -1,0 +1,204 @@
+"""The velocity task: Isaac Lab's interface on hand-made states, rewards, flags, randomisation, gradients."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from diffloco_ext.tasks import registry
+from diffloco_ext.tasks.velocity.env import POLICY_TERMS, VelocityEnv
+from diffloco_ext.tasks.velocity.env_cfg import AnymalDFlatEnvCfg
+
+ISAACLAB_ORDER = [f"{leg}_{kind}" for kind in ("HAA", "HFE", "KFE") for leg in ("LF", "LH", "RF", "RH")]
+
+
+def make_env(num_envs=4, dtype="float64", noise=False, randomize=True, **sim):
+    cfg = AnymalDFlatEnvCfg(num_envs=num_envs, seed=3)
+    cfg.sim.dtype = dtype
+    cfg.observation_noise.enable = noise
+    cfg.randomization.enable = randomize
+    for k, v in sim.items():
+        setattr(cfg.sim, k, v)
+    return VelocityEnv(cfg)
+
+
+@pytest.fixture(scope="module")
+def env():
+    return make_env()
+
+
+def test_policy_interface_is_isaac_labs(env):
+    assert [n for n, _ in POLICY_TERMS] == ["base_lin_vel", "base_ang_vel", "projected_gravity", "velocity_commands",
+                                            "joint_pos", "joint_vel", "actions"]
+    assert env.get_observations()["policy"].shape == (4, 48)
+    assert env.joint_names == ISAACLAB_ORDER
+    assert env.step_dt == pytest.approx(0.02) and env.max_episode_length == 1000
+    assert env.cfg.actions.scale == 0.5
+    # default pose, Isaac Lab's: HAA 0, front HFE 0.4, hind HFE -0.4, front KFE -0.8, hind KFE 0.8
+    expected = {"HAA": (0.0, 0.0), "HFE": (0.4, -0.4), "KFE": (-0.8, 0.8)}
+    for name, value in zip(env.joint_names, env.default_joint_pos.tolist()):
+        front, hind = expected[name[3:]]
+        assert value == pytest.approx(front if name[1] == "F" else hind)
+
+
+def test_observations_on_a_hand_made_state(env):
+    """Base yawed by +90 deg and pitched, moving along world x, spinning about base z, a base centre of mass
+    offset: each term as Isaac Lab defines it."""
+    N = env.num_envs
+    q = torch.tensor(env.model.default_q(), dtype=torch.float64)
+    yaw, pitch = math.pi / 2, 0.2
+    qz = torch.tensor([math.cos(yaw / 2), 0, 0, math.sin(yaw / 2)], dtype=torch.float64)
+    qy = torch.tensor([math.cos(pitch / 2), 0, math.sin(pitch / 2), 0], dtype=torch.float64)
+    from diffloco_ext.tasks.robot_state import quat_multiply
+    q[:, 3:7] = quat_multiply(qz.expand(N, 4), qy.expand(N, 4))
+    sim_joint = torch.arange(12, dtype=torch.float64) * 0.01
+    q[:, 7:] = env.default_joint_pos_sim + sim_joint
+    u = torch.zeros(N, env.model.nv, dtype=torch.float64)
+    u[:, 0] = 1.0  # world x
+    u[:, 5] = 0.5  # base z rate
+    u[:, 6:] = sim_joint * 10
+    env.q, env.u = q, u
+    com = env.params["body_com"][:, 0].clone()
+    obs = env._observations()["policy"]
+    R = torch.tensor([[math.cos(yaw), -math.sin(yaw), 0], [math.sin(yaw), math.cos(yaw), 0], [0, 0, 1]]) @ torch.tensor(
+        [[math.cos(pitch), 0, math.sin(pitch)], [0, 1, 0], [-math.sin(pitch), 0, math.cos(pitch)]])
+    R = R.double()
+    v_origin_b = R.T @ torch.tensor([1.0, 0, 0], dtype=torch.float64)
+    w_b = torch.tensor([0, 0, 0.5], dtype=torch.float64)
+    torch.testing.assert_close(obs[:, 0:3], v_origin_b + torch.linalg.cross(w_b.expand(N, 3), com))
+    torch.testing.assert_close(obs[:, 3:6], w_b.expand(N, 3))
+    torch.testing.assert_close(obs[:, 6:9], (R.T @ torch.tensor([0, 0, -1.0], dtype=torch.float64)).expand(N, 3))
+    torch.testing.assert_close(obs[:, 9:12], env.commands.command.double())
+    names = env.robot.joint_names
+    torch.testing.assert_close(obs[:, 12:24], torch.stack([sim_joint[names.index(n)] for n in ISAACLAB_ORDER]).expand(N, 12))
+    torch.testing.assert_close(obs[:, 24:36], 10 * torch.stack([sim_joint[names.index(n)] for n in ISAACLAB_ORDER]).expand(N, 12))
+    torch.testing.assert_close(obs[:, 36:48], env.actions)
+
+
+def test_actions_map_by_name_to_the_simulators_joints(env):
+    names = env.robot.joint_names
+    for i, name in enumerate(ISAACLAB_ORDER):
+        action = torch.zeros(env.num_envs, 12, dtype=torch.float64)
+        action[:, i] = 1.0
+        delta = env.joint_targets(action) - env.default_joint_pos_sim
+        expected = torch.zeros(12, dtype=torch.float64)
+        expected[names.index(name)] = 0.5
+        torch.testing.assert_close(delta, expected.expand(env.num_envs, 12))
+
+
+def test_tracking_reward_is_one_when_tracking(env):
+    from diffloco_ext.tasks.velocity import rewards as R
+
+    cmd = torch.tensor([[0.5, -0.2, 0.3]])
+    assert R.track_lin_vel_xy_exp(cmd, torch.tensor([[0.5, -0.2, 9.0]]), 0.5).item() == pytest.approx(1.0)
+    assert R.track_lin_vel_xy_exp(cmd, torch.tensor([[0.0, -0.2, 0.0]]), 0.5).item() == pytest.approx(math.exp(-1))
+    assert R.track_ang_vel_z_exp(cmd, torch.tensor([[0, 0, 0.3]]), 0.5).item() == pytest.approx(1.0)
+    ref = R.foot_height_reference(torch.tensor([0.15, 0.15]), torch.tensor([0.0, math.pi]),
+                                  env.cfg.foot_height_reference, torch.tensor([True, False]))
+    # quarter period: the first pair at the apex, the other on the ground; a standing env stays down
+    torch.testing.assert_close(ref, torch.tensor([[0.08, 0.0], [0.0, 0.0]]), atol=1e-7, rtol=0)
+
+
+def test_randomisation_stays_in_its_ranges():
+    env = make_env(num_envs=64, dtype="float32")
+    r = env.cfg.randomization
+    f = env.params["friction"]
+    assert f.min() >= r.friction[0] and f.max() <= r.friction[1] and f.std() > 0.1
+    scale = env.params["body_mass"][:, 0] / env.nominal["body_mass"][:, 0]
+    assert scale.min() >= r.base_mass_scale[0] - 1e-6 and scale.max() <= r.base_mass_scale[1] + 1e-6
+    torch.testing.assert_close(env.params["body_mass"][:, 1:], env.nominal["body_mass"][:, 1:])
+    dcom = env.params["body_com"][:, 0] - env.nominal["body_com"][:, 0]
+    assert dcom[:, :2].abs().max() <= r.base_com_xy + 1e-6 and dcom[:, 2].abs().max() <= r.base_com_z + 1e-6
+    kp = env.params["joint_stiffness"] / env.nominal["joint_stiffness"]
+    assert kp.min() >= r.stiffness_scale[0] - 1e-6 and kp.max() <= r.stiffness_scale[1] + 1e-6
+    cmd = env.commands.command
+    assert cmd[:, :2].abs().max() <= 1.0 and cmd[:, 2].abs().max() <= 1.0
+
+
+def test_time_out_and_termination_flags():
+    env = make_env()
+    env.episode_length_buf[:] = env.max_episode_length - 1
+    env.episode_length_buf[1] = 0
+    with torch.no_grad():
+        _, _, dones, extras = env.step(torch.zeros(4, 12, dtype=torch.float64))
+    assert dones.tolist() == [1, 0, 1, 1]
+    assert extras["time_outs"].tolist() == [True, False, True, True]
+    assert env.episode_length_buf.tolist() == [0, 1, 0, 0]
+    # a robot lying on the ground: its base touches, the episode terminates (not a time-out)
+    env.q = env.q.clone()
+    env.q[2, 2] = 0.05
+    with torch.no_grad():
+        _, _, dones, extras = env.step(torch.zeros(4, 12, dtype=torch.float64))
+    assert dones[2] == 1 and not extras["time_outs"][2]
+    assert extras["log"]["Episode_Termination/terminated"] >= 1
+
+
+def test_a_diverged_env_is_reset_and_counted():
+    env = make_env()
+    env.u = env.u.clone()
+    env.u[0, 6] = float("nan")
+    with torch.no_grad():
+        obs, reward, dones, extras = env.step(torch.zeros(4, 12, dtype=torch.float64))
+    assert dones[0] == 1 and not extras["time_outs"][0]
+    assert extras["log"]["Episode_Termination/diverged"] == 1.0
+    assert torch.isfinite(obs["policy"]).all() and torch.isfinite(reward).all()
+    assert torch.isfinite(extras["final_observations"]["policy"]).all()
+    assert torch.isfinite(env.q).all() and torch.isfinite(env.u).all()
+
+
+def _loss(env, state, actions):
+    env.load_state_dict(state)
+    total = 0.0
+    for a in actions:
+        obs, reward, dones, extras = env.step(a)
+        total = total + reward.sum() + (obs["policy"] * 0.01).sum() + (extras["final_observations"]["policy"] * 0.01).sum()
+    return total
+
+
+def test_env_step_gradients_match_finite_differences_through_a_reset():
+    """Float64 central differences of rewards and observations over 3 policy steps w.r.t. the actions, with env 0
+    timing out (and resetting) after the second step."""
+    env = make_env(num_envs=3)
+    env.episode_length_buf[0] = env.max_episode_length - 2
+    state = env.state_dict()
+    rng = np.random.default_rng(0)
+    actions = [torch.tensor(rng.uniform(-0.3, 0.3, (3, 12))) for _ in range(3)]
+    for a in actions:
+        a.requires_grad_(True)
+    loss = _loss(env, state, actions)
+    grads = torch.autograd.grad(loss, actions)
+    eps, checked = 1e-6, 0
+    with torch.no_grad():
+        for t, env_i, j in [(0, 0, 4), (1, 0, 7), (2, 0, 1), (0, 1, 5), (2, 2, 11), (1, 2, 0)]:
+            a = [x.detach().clone() for x in actions]
+            a[t][env_i, j] += eps
+            plus = _loss(env, state, a).item()
+            a[t][env_i, j] -= 2 * eps
+            minus = _loss(env, state, a).item()
+            fd = (plus - minus) / (2 * eps)
+            g = grads[t][env_i, j].item()
+            assert abs(g - fd) <= 1e-5 * max(1.0, abs(fd)), (t, env_i, j, g, fd)
+            checked += abs(fd) > 1e-6
+    assert checked >= 4
+    # env 0 reset after step 1: its last step's observations do not depend on its first actions
+    env.load_state_dict(state)
+    a0 = actions[0].detach().clone().requires_grad_(True)
+    env.step(a0)
+    env.step(actions[1].detach())
+    obs, _, dones, _ = env.step(actions[2].detach())
+    (g,) = torch.autograd.grad(obs["policy"][0].sum(), a0, allow_unused=True)
+    assert g is None or g[0].abs().max() == 0
+
+
+def test_registration_and_bad_input():
+    assert "DiffLoco-Velocity-Flat-AnymalD" in registry.task_ids()
+    with pytest.raises(KeyError, match="unknown task"):
+        registry.load_cfg("DiffLoco-Nope")
+    with pytest.raises(ValueError, match="unknown algorithm"):
+        registry.load_agent_cfg("DiffLoco-Velocity-Flat-AnymalD", "ddpg")
+    env = make_env(num_envs=2)
+    with pytest.raises(ValueError, match="shape"):
+        env.step(torch.zeros(2, 11, dtype=torch.float64))
