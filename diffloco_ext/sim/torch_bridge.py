@@ -3,8 +3,9 @@
 :class:`TorchSimulator` wraps a :class:`~.simulator.Simulator`. Its :meth:`~TorchSimulator.step` takes torch
 tensors ``q`` [N, nq], ``u`` [N, nv], joint targets [N, n] (and optional feed-forward torques) and returns a
 :class:`StepOutput`: the next ``q``, ``u``, the foot positions/velocities [N, F, 3] at the new state, the mean
-contact force on each foot over the step [N, F, 3] (world frame, N), the per-env divergence flags [N], and each
-foot's contact state and gap [N, F] (for tasks and logs). Each call records one step on its own ``wp.Tape``;
+contact force on each foot over the step [N, F, 3] (world frame, N), the per-env divergence flags [N], each
+foot's contact state and gap [N, F] (for tasks and logs), and the drive torques applied during the step [N, n]
+(N·m, differentiable). Each call records one step on its own ``wp.Tape``;
 torch's autograd chains the steps, so gradients flow through whole rollouts, to the initial state, the actions,
 and the model parameters exposed by :meth:`~TorchSimulator.parameters` (zero-copy views of the Warp arrays:
 writing into them, e.g. for domain randomisation, changes the model).
@@ -36,6 +37,7 @@ class StepOutput(NamedTuple):
     diverged: torch.Tensor  # [N] bool: the env's step diverged and its state was held
     contact_state: torch.Tensor  # [N, F] weight of each foot's contact (1/0 hard and soft, sigma(gap) smoothed)
     foot_gap: torch.Tensor  # [N, F] signed gap of each foot sphere at the step's midpoint (m)
+    joint_torque: torch.Tensor  # [N, n] drive torque applied during the step (N m; StepData.tau), differentiable
 
 
 class _StepFunction(torch.autograd.Function):
@@ -62,7 +64,7 @@ class _StepFunction(torch.autograd.Function):
         diverged = wp.to_torch(data.diverged).bool().clone()
         state, gap = bridge._contact_state(data)
         ctx.mark_non_differentiable(diverged, state, gap)
-        ctx.saved = (bridge, tape, state_in, control, state_out, foot_pos, foot_vel, force)
+        ctx.saved = (bridge, tape, state_in, control, state_out, foot_pos, foot_vel, force, data.tau)
         return (
             wp.to_torch(state_out.q).clone(),
             wp.to_torch(state_out.u).clone(),
@@ -72,20 +74,24 @@ class _StepFunction(torch.autograd.Function):
             diverged,
             state,
             gap,
+            wp.to_torch(data.tau).clone(),
         )
 
     @staticmethod
-    def backward(ctx, g_q, g_u, g_foot_pos, g_foot_vel, g_force, _g_diverged, _g_state, _g_gap):
+    def backward(ctx, g_q, g_u, g_foot_pos, g_foot_vel, g_force, _g_diverged, _g_state, _g_gap, g_tau):
         if ctx.saved is None:
             raise RuntimeError("a simulator step can be backpropagated once: its tape is freed by the first "
                                "backward (retain_graph=True does not keep it); run the step again instead")
-        bridge, tape, state_in, control, state_out, foot_pos, foot_vel, force = ctx.saved
+        bridge, tape, state_in, control, state_out, foot_pos, foot_vel, force, tau = ctx.saved
         model = bridge.sim.model
         outputs = [(state_out.q, g_q), (state_out.u, g_u), (foot_pos, g_foot_pos), (foot_vel, g_foot_vel)]
         if force is not None:
             if force.grad is None:  # a step's intermediates get their gradient arrays when the tape reverses it
                 force.grad = wp.empty_like(force, requires_grad=False)
             outputs.append((force, g_force))
+        if tau.grad is None:
+            tau.grad = wp.zeros_like(tau, requires_grad=False)
+        outputs.append((tau, g_tau))
         for arr, grad in outputs:
             if grad is not None:
                 wp.to_torch(arr.grad).copy_(grad.reshape(wp.to_torch(arr.grad).shape))
@@ -181,7 +187,8 @@ class TorchSimulator:
                  else torch.zeros((N, F, 3), dtype=self.dtype, device=self.device))
         return StepOutput(wp.to_torch(state_out.q), wp.to_torch(state_out.u),
                           wp.to_torch(foot_pos).reshape(N, F, 3), wp.to_torch(foot_vel).reshape(N, F, 3), force,
-                          wp.to_torch(data.diverged).bool().clone(), *self._contact_state(data))
+                          wp.to_torch(data.diverged).bool().clone(), *self._contact_state(data),
+                          wp.to_torch(data.tau).clone())
 
     def _contact_state(self, data) -> tuple[torch.Tensor, torch.Tensor]:
         """Contact weights and gaps [N, F] of a step (zeros without contact), detached copies."""
