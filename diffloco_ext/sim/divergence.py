@@ -1,6 +1,8 @@
 """Stage: divergence guard. An environment whose new state is not finite (or absurdly fast, or absurdly far), or
 whose state in had no orientation (a zero base quaternion, which the kinematics cannot normalise), is
 flagged and keeps its previous state, so NaN/inf never reach the outputs; tasks reset flagged environments.
+An environment that an earlier stage flagged (``invalid_in``, e.g. the actuation stage's non-finite control
+inputs, which the envelope's clip would otherwise map silently to a torque limit) is held and flagged too.
 
 The reverse pass sends each environment's output gradient to the state it kept: the new one, or, for a flagged
 environment, the previous one.
@@ -11,16 +13,19 @@ import functools
 import warp as wp
 
 from .adjoint import input_grad, output_grad
+from .scratch import scratch_array
 
 
 @functools.cache
 def divergence_kernels(dtype):
     @wp.kernel(enable_backward=False)
     def guard(q_new: wp.array2d(dtype=dtype), u_new: wp.array2d(dtype=dtype), q_previous: wp.array2d(dtype=dtype),
-              u_previous: wp.array2d(dtype=dtype), max_speed: dtype, max_distance: dtype,
-              diverged: wp.array(dtype=wp.int32), q_out: wp.array2d(dtype=dtype), u_out: wp.array2d(dtype=dtype)):
+              u_previous: wp.array2d(dtype=dtype), invalid_in: wp.array(dtype=wp.int32), max_speed: dtype,
+              max_distance: dtype, diverged: wp.array(dtype=wp.int32), q_out: wp.array2d(dtype=dtype), u_out: wp.array2d(dtype=dtype)):
         e = wp.tid()
         bad = int(0)
+        if invalid_in[e] != 0:
+            bad = 1
         for k in range(q_new.shape[1]):
             x = q_new[e, k]
             if not wp.isfinite(x) or wp.abs(x) > max_distance:
@@ -69,14 +74,17 @@ def divergence_kernels(dtype):
 
 def divergence_guard(q_new: wp.array, u_new: wp.array, q_previous: wp.array, u_previous: wp.array,
                      max_speed: float, max_distance: float, diverged: wp.array, q_out: wp.array, u_out: wp.array,
-                     tape: wp.Tape | None = None) -> None:
+                     tape: wp.Tape | None = None, invalid: wp.array | None = None) -> None:
     """``(q_out, u_out)`` = the new state, or the previous one where it diverged (flag in ``diverged`` [N] int32);
-    ``max_speed`` (m/s, rad/s) and ``max_distance`` (m) bound a sane state. Reverse recorded on ``tape``."""
+    ``max_speed`` (m/s, rad/s) and ``max_distance`` (m) bound a sane state; ``invalid`` [N] int32 (optional)
+    flags environments an earlier stage found invalid (held and flagged too). Reverse recorded on ``tape``."""
     forward, adjoint = divergence_kernels(q_new.dtype)
     s = q_new.dtype
     N = q_new.shape[0]
+    if invalid is None:
+        invalid = scratch_array("divergence.none_invalid", (N,), wp.int32, q_new.device)
     wp.launch(forward, dim=N, device=q_new.device, record_tape=False, inputs=[
-        q_new, u_new, q_previous, u_previous, s(max_speed), s(max_distance), diverged, q_out, u_out])
+        q_new, u_new, q_previous, u_previous, invalid, s(max_speed), s(max_distance), diverged, q_out, u_out])
     if tape is None:
         return
 

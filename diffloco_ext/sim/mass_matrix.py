@@ -1,8 +1,8 @@
 """Stage: rigid-body inertias, composite inertias and the joint-space mass matrix H (CRBA).
 
 ``H[k, l] = S_k . (I^c_{b(max(k,l))} S_l)`` for DOFs ``k``, ``l`` on one root path (zero otherwise), with all
-inertias about the base origin in world orientation (:mod:`.spatial`). Joint armature is added to the
-diagonal. The result equals MuJoCo's ``mj_fullM`` for the same model (free-joint convention of
+inertias about the base origin in world orientation (:mod:`.spatial`). Joint armature (per env, [N, n], no
+gradient) is added to the diagonal. The result equals MuJoCo's ``mj_fullM`` for the same model (free-joint convention of
 :mod:`.model`).
 
 Every array slot is written once per step (no read-modify-write in a differentiated kernel); subtree sums
@@ -66,7 +66,7 @@ def mass_matrix_kernels(dtype):
     def joint_space_inertia(
         ancestor_start: wp.array(dtype=wp.int32),
         ancestor_index: wp.array(dtype=wp.int32),
-        joint_armature: wp.array(dtype=dtype),
+        joint_armature: wp.array2d(dtype=dtype),
         dof_ang: wp.array2d(dtype=vec3),
         dof_lin: wp.array2d(dtype=vec3),
         composite_m: wp.array2d(dtype=dtype),
@@ -95,7 +95,7 @@ def mass_matrix_kernels(dtype):
             k = 5 + b
             n, f = inertia_times_motion(composite_m[e, b], composite_h[e, b], composite_J[e, b],
                                         dof_ang[e, k], dof_lin[e, k])
-            H[e, k, k] = motion_dot_force(dof_ang[e, k], dof_lin[e, k], n, f) + joint_armature[b - 1]
+            H[e, k, k] = motion_dot_force(dof_ang[e, k], dof_lin[e, k], n, f) + joint_armature[e, b - 1]
             if fixed_base == 0:
                 for l in range(6):
                     value = motion_dot_force(dof_ang[e, l], dof_lin[e, l], n, f)

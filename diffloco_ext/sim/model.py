@@ -2,7 +2,10 @@
 
 Built once from a :class:`~diffloco_ext.assets.RobotDescription` by :func:`build_model`. The topology, joint
 frames and axes are shared by all environments; masses, centres of mass, inertias and PD gains are stored per
-environment so domain randomisation can change them (and gradients can flow to them).
+environment so domain randomisation can change them (and gradients can flow to them). The drives' envelope
+(effort limit, saturation effort, no-load speed), joint armature and viscous joint damping are per-env [N, n]
+arrays too, for domain randomisation only: the forward pass reads them every step, but no gradient flows to
+them (they carry none; write into them, e.g. through ``wp.to_torch``, to randomise).
 
 Generalised coordinates (MuJoCo's free-joint convention, so H and h compare directly with MuJoCo):
 
@@ -58,8 +61,6 @@ class Model:
     body_pos0: wp.array  # vec3 [B] (m)
     body_rot0: wp.array  # mat33 [B]: body frame orientation in the parent frame at q = 0
     joint_axis: wp.array  # vec3 [B] (body 0 unused)
-    joint_armature: wp.array  # scalar [n] (kg m^2)
-    joint_friction_damping: wp.array  # scalar [n] viscous joint damping (N m s / rad)
     # mass properties (per env, differentiable)
     body_mass: wp.array  # scalar [N, B] (kg)
     body_com: wp.array  # vec3 [N, B], body frame (m)
@@ -67,9 +68,12 @@ class Model:
     # actuators (per env, differentiable gains)
     joint_stiffness: wp.array  # scalar [N, n] PD k_p (N m / rad)
     joint_damping: wp.array  # scalar [N, n] PD k_d (N m s / rad)
-    effort_limit: float = 80.0
-    saturation_effort: float = 120.0
-    velocity_limit: float = 7.5
+    # drive envelope and passive joint terms (per env, for domain randomisation; no gradients flow to them)
+    effort_limit: wp.array  # scalar [N, n] continuous torque limit E (N m), inf without an actuator
+    saturation_effort: wp.array  # scalar [N, n] stall torque S of the DC-motor line (N m)
+    velocity_limit: wp.array  # scalar [N, n] no-load speed v of the DC-motor line (rad/s)
+    joint_armature: wp.array  # scalar [N, n] rotor inertia added to H's joint diagonal (kg m^2)
+    joint_friction_damping: wp.array  # scalar [N, n] viscous joint damping d, torque -d qdot (N m s / rad)
     # ground (per env): friction coefficient (differentiable) and plane height (m)
     friction: wp.array | None = None  # scalar [N]
     ground_height: wp.array | None = None  # scalar [N]
@@ -127,7 +131,9 @@ class Model:
 
 #: Per-env model arrays that domain randomisation may write, with whether gradients flow to them
 #: (shapes: ``body_mass`` [N, B], ``body_com`` [N, B] vec3, ``body_inertia`` [N, B] mat33, ``joint_stiffness`` and
-#: ``joint_damping`` [N, n], ``friction`` [N], ``gravity`` [N] vec3 (m/s², world frame)).
+#: ``joint_damping`` [N, n], ``friction`` [N], ``gravity`` [N] vec3 (m/s², world frame); the drive envelope
+#: ``effort_limit``, ``saturation_effort`` (N m), ``velocity_limit`` (rad/s), ``joint_armature`` (kg m²) and
+#: ``joint_friction_damping`` (viscous, N m s/rad), all [N, n], take no gradient).
 RANDOMIZABLE: dict[str, bool] = {
     "body_mass": True,
     "body_com": True,
@@ -136,6 +142,11 @@ RANDOMIZABLE: dict[str, bool] = {
     "joint_damping": True,
     "friction": True,
     "gravity": False,
+    "effort_limit": False,
+    "saturation_effort": False,
+    "velocity_limit": False,
+    "joint_armature": False,
+    "joint_friction_damping": False,
 }
 
 
@@ -183,6 +194,11 @@ def build_model(
     def tiled(values):
         return np.broadcast_to(np.asarray(values, dtype=npd), (num_envs, *np.shape(values))).copy()
 
+    def per_joint(values):
+        """A per-env [N, n] array (no gradient) from a scalar or a per-joint list."""
+        return wp.array(np.broadcast_to(np.asarray(values, dtype=npd), (num_envs, n)).copy(), dtype=dtype,
+                        device=device)
+
     rot0 = np.array([quat_to_matrix(b.quat) for b in robot.bodies])
     axes = np.array([[1.0, 0.0, 0.0]] + [list(j.axis) for j in robot.joints])
     act = robot.actuator
@@ -223,17 +239,16 @@ def build_model(
         body_pos0=wp.array(np.array([b.pos for b in robot.bodies], dtype=npd), dtype=t.vec3, **shared),
         body_rot0=wp.array(rot0.astype(npd), dtype=t.mat33, **shared),
         joint_axis=wp.array(axes.astype(npd), dtype=t.vec3, **shared),
-        joint_armature=wp.array(np.array([j.armature for j in robot.joints], dtype=npd), dtype=dtype, **shared),
-        joint_friction_damping=wp.array(np.array([j.damping for j in robot.joints], dtype=npd), dtype=dtype,
-                                        **shared),
         body_mass=arr(tiled([b.mass for b in robot.bodies]), dtype),
         body_com=arr(tiled([b.com for b in robot.bodies]), t.vec3),
         body_inertia=arr(tiled([b.inertia_matrix for b in robot.bodies]), t.mat33),
         joint_stiffness=arr(np.full((num_envs, n), kp), dtype),
         joint_damping=arr(np.full((num_envs, n), kd), dtype),
-        effort_limit=np.inf if act is None else act.effort_limit,
-        saturation_effort=np.inf if act is None else act.saturation_effort,
-        velocity_limit=np.inf if act is None else act.velocity_limit,
+        effort_limit=per_joint(np.inf if act is None else act.effort_limit),
+        saturation_effort=per_joint(np.inf if act is None else act.saturation_effort),
+        velocity_limit=per_joint(np.inf if act is None else act.velocity_limit),
+        joint_armature=per_joint([j.armature for j in robot.joints]),
+        joint_friction_damping=per_joint([j.damping for j in robot.joints]),
         gravity=wp.array(tiled(np.asarray(gravity, dtype=float)), dtype=t.vec3, device=device),
         fixed_base=fixed_base,
         friction=arr(np.full(num_envs, friction), dtype),

@@ -4,14 +4,17 @@ One step of length ``dt`` (paper A, see ``shared/notes/paper.md``)::
 
     q_M = q_A + dt/2 u_A                              half step to the midpoint        (integrator)
     kinematics, H(q_M), bias(q_M, u_A)                kinematics, CRBA, RNEA           (kinematics, mass_matrix, bias_forces)
-    tau = PD/DC-motor(q_M, u_A, control)              actuation, step impulse          (actuators)
-    L = chol(H); du = H^-1 dt (tau - bias)            factor and solve                 (cholesky)
+    tau_A, b = PD/DC-motor(q_M, u_A, control, H_jj)   actuation: branch, step impulse  (actuators)
+    H' = H + dt diag(0, b)                            implicit speed line of the drives
+    L = chol(H'); du = H'^-1 dt (tau_A - bias)        factor and solve                 (cholesky)
     gap, J(q_M); u_free = u_A + du; c = J u_free      contact candidates, velocities   (contact, contact_velocity)
     G = J H^-1 J^T                                    Delassus matrix                  (delassus)
     P = PGS(G, c) (soft: with compliance)             impulses (smoothed/hard/soft)    (gauss_seidel)
-    u_E = u_free + H^-1 J^T P   (no contact: u_A + du) velocity update                 (delassus; integrator)
+    u_E = u_free + H'^-1 J^T P  (no contact: u_A + du) velocity update                 (delassus; integrator)
+    tau = tau_A - b (u_E - u_A)                       torque applied over the step     (actuators)
     q_E = q_A + dt/2 (u_A + u_E)                      trapezoidal position update      (integrator)
     flag and hold diverged environments               divergence guard                 (divergence)
+                                                      (also those with non-finite control inputs)
 
 Every stage has a hand-written reverse pass recorded with ``Tape.record_func``, except a few small kernels left
 to Warp's automatic adjoint (base orientation, contact geometry, position update); temporaries of
@@ -27,7 +30,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import warp as wp
 
-from .actuators import actuation
+from .actuators import actuation, applied_torque
 from .bias_forces import bias_forces
 from .cholesky import factor_and_solve
 from .delassus import delassus, impulse_response
@@ -53,7 +56,11 @@ ACCUMULATORS = ("H", "J", "W")
 #: Intermediates that only hand-written adjoints read, as values: they need no gradient array (nothing is
 #: zeroed or kept for them on a tape).
 VALUES_ONLY = ("L", "body_acc_ang", "body_acc_lin", "body_force_ang", "body_force_lin", "subtree_force_ang",
-               "subtree_force_lin", "composite_m", "composite_h", "composite_J", "tau", "W", "history", "residual", "target", "weight", "du_contact")
+               "subtree_force_lin", "composite_m", "composite_h", "composite_J", "W", "history", "residual", "target", "weight", "du_contact",
+               "implicit_damping")
+
+#: Integer intermediates (flags and branch codes): never a gradient.
+FLAGS = ("diverged", "drive_branch", "invalid_control")
 
 
 def _alloc(model: Model, shapes: dict, requires_grad: bool) -> dict:
@@ -129,13 +136,15 @@ class PolicyStepData:
     ``last``: the intermediates of the last physics step (its ``contact.gap`` and ``contact.weight`` are the
     contact gaps and states at that step's midpoint, where its contact solve acts); ``steps``: every physics
     step's intermediates on a taped advance (the last one only otherwise); ``contact_force`` [N, F] vec3: the mean
-    contact force on each foot over the policy step, world frame (N) (``None`` without contact); ``diverged``
+    contact force on each foot over the policy step, world frame (N) (``None`` without contact); ``joint_torque``
+    [N, n]: the mean drive torque applied over the policy step (N m); ``diverged``
     [N] int32: 1 where any physics step of the policy step diverged.
     """
 
     last: "StepData"
     steps: list
     contact_force: wp.array | None
+    joint_torque: wp.array
     diverged: wp.array
 
 
@@ -160,10 +169,14 @@ class StepData:
     subtree_force_ang: wp.array
     subtree_force_lin: wp.array
     bias: wp.array
-    tau: wp.array
+    drive_branch: wp.array  # [N, n] int32: envelope piece of each drive over the step (``actuators`` codes)
+    tau_start: wp.array  # [N, n] drive torque of the chosen piece at the start velocity (N m)
+    implicit_damping: wp.array  # [N, n] slope b of the speed line taken implicitly, 0 off it (N m s/rad)
+    invalid_control: wp.array  # [N] int32: non-finite joint target or feed-forward torque
     rhs: wp.array
     du: wp.array
     u_new: wp.array
+    tau: wp.array  # [N, n] drive torque applied during the step, tau_A - b (u_E - u_A) (N m)
     q_new: wp.array
     diverged: wp.array
     contact: ContactData | None = None
@@ -180,11 +193,13 @@ class StepData:
             "body_acc_ang": ((N, B), t.vec3), "body_acc_lin": ((N, B), t.vec3),
             "body_force_ang": ((N, B), t.vec3), "body_force_lin": ((N, B), t.vec3),
             "subtree_force_ang": ((N, B), t.vec3), "subtree_force_lin": ((N, B), t.vec3),
-            "bias": ((N, nv), s), "tau": ((N, n), s), "rhs": ((N, nv, 1), s), "du": ((N, nv, 1), s),
-            "u_new": ((N, nv), s), "q_new": ((N, model.nq), s),
+            "bias": ((N, nv), s), "tau_start": ((N, n), s), "implicit_damping": ((N, n), s), "rhs": ((N, nv, 1), s), "du": ((N, nv, 1), s),
+            "u_new": ((N, nv), s), "tau": ((N, n), s), "q_new": ((N, model.nq), s),
         }
         arrays = _alloc(model, shapes, requires_grad)
         arrays["diverged"] = wp.zeros(N, dtype=wp.int32, device=model.device)
+        arrays["invalid_control"] = wp.zeros(N, dtype=wp.int32, device=model.device)
+        arrays["drive_branch"] = wp.zeros((N, n), dtype=wp.int32, device=model.device)
         with_contact = contact is not None and contact.mode != "none" and model.num_feet > 0
         return StepData(kin=KinematicsData.allocate(model, requires_grad),
                         contact=ContactData.allocate(model, contact, requires_grad) if with_contact else None,
@@ -208,7 +223,7 @@ class StepData:
             for f in fields(group):
                 value = getattr(group, f.name)
                 if (isinstance(value, wp.array) and value.grad is None and f.name not in VALUES_ONLY
-                        and f.name != "diverged"):
+                        and f.name not in FLAGS):
                     value.grad = scratch_array(f"step_gradient.{f.name}", value.shape, value.dtype, value.device)
 
     def nbytes(self) -> int:
@@ -403,6 +418,7 @@ class Simulator:
         taped = tape is not None
         kw = dict(device=m.device, requires_grad=taped)
         force_mean = wp.zeros((N, max(F, 1)), dtype=vec3, **kw) if with_contact else None
+        torque_mean = wp.zeros((N, m.num_joints), dtype=m.dtype, **kw)
         diverged = wp.zeros(N, dtype=wp.int32, device=m.device)
         steps = []
         previous = state_in
@@ -421,10 +437,14 @@ class Simulator:
                 if taped and force.grad is None:
                     force.grad = wp.zeros_like(force)  # the mean's reverse writes it before the step is reversed
                 accumulate_mean(force, 1.0 / k, force_mean, tape)
+            if taped and data.tau.grad is None:
+                data.tau.grad = wp.zeros_like(data.tau)
+            accumulate_mean(data.tau, 1.0 / k, torque_mean, tape)
             accumulate_any(data.diverged, diverged)
             steps.append(data)
             previous = nxt
         return PolicyStepData(last=steps[-1], steps=steps if taped else [steps[-1]], contact_force=force_mean,
+                              joint_torque=torque_mean,
                               diverged=diverged)
 
     def _launch(self, kernel, dim, inputs) -> None:
@@ -436,15 +456,17 @@ class Simulator:
         launch = self._launch
         launch(self._integrate, N, [s.q, s.u, s.u, self._scalar(0.5 * self.dt), d.q_mid])
         self._dynamics(m, d.q_mid, s.u, d, tape)
-        actuation(m, d.q_mid, s.u, c, d.bias, self.dt, d.tau, d.rhs, tape)
-        factor_and_solve(d.H, m.dof_parent, d.L, d.rhs, d.du, tape)
+        actuation(m, d.q_mid, s.u, c, d.bias, d.H, self.dt, d.drive_branch, d.tau_start, d.implicit_damping, d.rhs,
+                  d.invalid_control, tape)
+        factor_and_solve(d.H, m.dof_parent, d.L, d.rhs, d.du, tape, shift=d.implicit_damping, shift_scale=self.dt)
         if d.contact is None:
             add_velocity(s.u, d.du, d.u_new, tape)
         else:
             self._contact_impulses(m, s, d, tape)
+        applied_torque(d.tau_start, d.implicit_damping, s.u, d.u_new, d.tau, tape)
         launch(self._integrate, N, [s.q, s.u, d.u_new, dt, d.q_new])
         divergence_guard(d.q_new, d.u_new, s.q, s.u, self.max_speed, self.max_distance, d.diverged, out.q, out.u,
-                         tape)
+                         tape, invalid=d.invalid_control)
 
     def _contact_impulses(self, m: Model, s: State, d: StepData, tape: wp.Tape | None) -> None:
         """Contact geometry at the midpoint, Delassus matrix, impulses and the velocity after them (``d.u_new``)."""

@@ -47,6 +47,7 @@ class StepOutput(NamedTuple):
     diverged: torch.Tensor  # [N] bool: some physics step diverged; the env was held at its last sane state
     contact_state: torch.Tensor  # [N, F] contact weight (1/0 hard and soft, sigma(gap) smoothed), last substep's midpoint
     foot_gap: torch.Tensor  # [N, F] signed gap of each foot sphere (m) at the last substep's midpoint
+    joint_torque: torch.Tensor  # [N, n] mean drive torque applied over the policy step (N m), differentiable
 
 
 def _param_array(model, name: str, tensor: torch.Tensor, own: torch.Tensor) -> wp.array:
@@ -83,7 +84,8 @@ class _StepFunction(torch.autograd.Function):
         state, gap = bridge._contact_state(data.last)
         ctx.mark_non_differentiable(diverged, state, gap)
         ctx.save_for_backward(*params)  # an in-place change before the backward is torch's clear error
-        ctx.saved = (bridge, tape, state_in, control, state_out, foot_pos, foot_vel, force, arrays)
+        tau = data.joint_torque
+        ctx.saved = (bridge, tape, state_in, control, state_out, foot_pos, foot_vel, force, tau, arrays)
         return (
             wp.to_torch(state_out.q).clone(),
             wp.to_torch(state_out.u).clone(),
@@ -93,18 +95,20 @@ class _StepFunction(torch.autograd.Function):
             diverged,
             state,
             gap,
+            wp.to_torch(tau).clone(),
         )
 
     @staticmethod
-    def backward(ctx, g_q, g_u, g_foot_pos, g_foot_vel, g_force, _g_diverged, _g_state, _g_gap):
+    def backward(ctx, g_q, g_u, g_foot_pos, g_foot_vel, g_force, _g_diverged, _g_state, _g_gap, g_tau):
         if ctx.saved is None:
             raise RuntimeError("a simulator step can be backpropagated once: its tape is freed by the first "
                                "backward (retain_graph=True does not keep it); run the step again instead")
         ctx.saved_tensors  # noqa: B018 - raises if a parameter tensor was modified in place since the forward
-        bridge, tape, state_in, control, state_out, foot_pos, foot_vel, force, arrays = ctx.saved
+        bridge, tape, state_in, control, state_out, foot_pos, foot_vel, force, tau, arrays = ctx.saved
         outputs = [(state_out.q, g_q), (state_out.u, g_u), (foot_pos, g_foot_pos), (foot_vel, g_foot_vel)]
         if force is not None:
             outputs.append((force, g_force))
+        outputs.append((tau, g_tau))
         for arr, grad in outputs:
             if grad is not None:
                 wp.to_torch(arr.grad).copy_(grad.reshape(wp.to_torch(arr.grad).shape))
@@ -224,7 +228,8 @@ class TorchSimulator:
                  else torch.zeros((N, F, 3), dtype=self.dtype, device=self.device))
         return StepOutput(wp.to_torch(state_out.q), wp.to_torch(state_out.u),
                           wp.to_torch(foot_pos).reshape(N, F, 3), wp.to_torch(foot_vel).reshape(N, F, 3), force,
-                          wp.to_torch(data.diverged).bool(), *self._contact_state(data.last))
+                          wp.to_torch(data.diverged).bool(), *self._contact_state(data.last),
+                          wp.to_torch(data.joint_torque))
 
     def _contact_state(self, data) -> tuple[torch.Tensor, torch.Tensor]:
         """Contact weights and gaps [N, F] of a step (zeros without contact), detached copies."""

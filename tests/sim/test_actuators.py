@@ -1,6 +1,6 @@
 """The actuation stage's hand-written reverse against float64 central finite differences, with every branch of
-the DC-motor envelope exercised (tracking inside the envelope, clipped at the speed-dependent bounds, clipped at
-the effort limit)."""
+the DC-motor envelope exercised (tracking, effort limit, zero, and the implicit speed line anchored at the PD
+command, at the line and at a flat piece); the loss weighs the impulse ``rhs`` and ``tau_start``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import warp as wp
 
 from diffloco_ext.assets import get_robot
 from diffloco_ext.sim import build_model
+from diffloco_ext.sim import actuators as A
 from diffloco_ext.sim.actuators import actuation
 from diffloco_ext.sim.state import Control
 
@@ -29,46 +30,53 @@ def problem():
     target = q[:, 7:] + rng.uniform(-2.0, 2.0, (N, n))  # up to 160 N m of PD torque: saturates often
     ff = rng.normal(scale=5.0, size=(N, n))
     bias = rng.normal(size=(N, model.nv))
-    weights = rng.normal(size=(N, model.nv, 1))
-    return model, dict(q=q, u=u, target=target, ff=ff, bias=bias), weights
+    H = np.zeros((N, model.nv, model.nv))
+    H[:, np.arange(model.nv), np.arange(model.nv)] = rng.uniform(0.02, 0.4, (N, model.nv))
+    weights = rng.normal(size=(N, model.nv, 1)), 1e-2 * rng.normal(size=(N, model.num_joints))  # tau ~ 1e2 rhs
+    return model, dict(q=q, u=u, target=target, ff=ff, bias=bias, H=H), weights
 
 
 def run(model, values, weights, tape=None):
     grad = tape is not None
     arrays = {k: wp.array(v, dtype=wp.float64, requires_grad=grad) for k, v in values.items()}
-    tau = wp.zeros((N, model.num_joints), dtype=wp.float64)
+    n = model.num_joints
+    tau = wp.zeros((N, n), dtype=wp.float64, requires_grad=grad)
     rhs = wp.zeros((N, model.nv, 1), dtype=wp.float64, requires_grad=grad)
+    branch = wp.zeros((N, n), dtype=wp.int32)
+    slope = wp.zeros((N, n), dtype=wp.float64)
+    invalid = wp.zeros(N, dtype=wp.int32)
     control = Control(joint_target=arrays["target"], joint_torque=arrays["ff"])
-    actuation(model, arrays["q"], arrays["u"], control, arrays["bias"], DT, tau, rhs, tape)
-    return float((rhs.numpy() * weights).sum()), arrays, tau, rhs
+    actuation(model, arrays["q"], arrays["u"], control, arrays["bias"], arrays["H"], DT, branch, tau, slope, rhs,
+              invalid, tape)
+    loss = float((rhs.numpy() * weights[0]).sum() + (tau.numpy() * weights[1]).sum())
+    return loss, arrays, (tau, branch, slope), rhs
 
 
 def test_every_envelope_branch_is_exercised(problem):
     model, values, weights = problem
-    _, _, tau, _ = run(model, values, weights)
-    tau = tau.numpy()
+    _, _, (tau, branch, slope), _ = run(model, values, weights)
+    branch = branch.numpy()
+    present = set(branch.ravel().tolist())
+    assert {A.TRACKING, A.EFFORT, A.ZERO, A.SPEED_FROM_RAW, A.SPEED_FROM_LINE, A.SPEED_FROM_LIMIT} <= present, present
     act = model.robot.actuator
-    vel = values["u"][:, 6:]
-    upper = np.clip(act.saturation_effort * (1 - vel / act.velocity_limit), 0, act.effort_limit)
-    lower = np.clip(act.saturation_effort * (-1 - vel / act.velocity_limit), -act.effort_limit, 0)
-    assert (np.isclose(tau, upper) & (upper < act.effort_limit) & (upper > 0)).any()  # speed-dependent bound
-    assert (np.isclose(tau, lower) & (lower > -act.effort_limit) & (lower < 0)).any()
-    assert np.isclose(np.abs(tau), act.effort_limit).any()  # effort limit
-    assert ((tau > lower + 1e-6) & (tau < upper - 1e-6)).any()  # tracking
+    speed = np.isin(branch, [A.SPEED_FROM_RAW, A.SPEED_FROM_LINE, A.SPEED_FROM_LIMIT])
+    np.testing.assert_allclose(slope.numpy()[speed], act.saturation_effort / act.velocity_limit)
+    assert np.all(slope.numpy()[~speed] == 0)
 
 
 def test_reverse_matches_finite_differences(problem):
     model, values, weights = problem
     tape = wp.Tape()
-    _, arrays, _, rhs = run(model, values, weights, tape)
-    tape.backward(grads={rhs: wp.array(weights, dtype=wp.float64)})
-    analytic = {k: a.grad.numpy() for k, a in arrays.items()}
+    _, arrays, outputs, rhs = run(model, values, weights, tape)
+    tape.backward(grads={rhs: wp.array(weights[0], dtype=wp.float64),
+                         outputs[0]: wp.array(weights[1], dtype=wp.float64)})
+    analytic = {k: a.grad.numpy() for k, a in arrays.items() if k != "H"}
     analytic["stiffness"] = model.joint_stiffness.grad.numpy().copy()
     analytic["damping"] = model.joint_damping.grad.numpy().copy()
     rng = np.random.default_rng(1)
     eps = 1e-7
     gains = {"stiffness": model.joint_stiffness, "damping": model.joint_damping}
-    for name in [*values, *gains]:
+    for name in [*(k for k in values if k != "H"), *gains]:  # no gradient to H: the branch choice only
         if name in gains:
             base = gains[name].numpy().copy()
         else:
