@@ -144,11 +144,17 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
         before = (self.q, self.u)
         out = self.bridge.step(self.q, self.u, self.joint_targets(actions), params=self.params)
         self.last_output = out
+        diverged = out.diverged.to(self.device)
         self.q, self.u = out.q, out.u
+        if bool(diverged.any()):  # held at its last sane state; non-finite only if it came in so: zeroed
+            bad = diverged[:, None]
+            self.q = torch.where(bad & ~torch.isfinite(self.q), torch.zeros_like(self.q), self.q)
+            self.u = torch.where(bad & ~torch.isfinite(self.u), torch.zeros_like(self.u), self.u)
         self.episode_length_buf = self.episode_length_buf + 1
         self.contact_state = out.contact_state
         reward, terms = self._rewards(out, before)
-        diverged = out.diverged.to(self.device)
+        reward = torch.where(diverged, torch.zeros_like(reward), reward)
+        terms = {k: torch.where(diverged, torch.zeros_like(v), v) for k, v in terms.items()}
         terminated = self._terminated(out) | diverged
         time_outs = (self.episode_length_buf >= self.max_episode_length) & ~terminated
         reward = reward + self._termination_reward() * terminated.to(reward.dtype) * self.step_dt

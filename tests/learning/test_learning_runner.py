@@ -108,6 +108,12 @@ def test_learn_logs_prints_and_saves(tmp_path, capsys):
     runner = _runner(log_dir=log_dir, save_interval=2)
     runner.learn(3)
     out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if line.startswith("it ")]
+    assert len(lines) == 3 and lines[-1].startswith("it    3/3 | reward") and "steps/s | ETA" in lines[-1], out
+    block = _runner(log_dir=str(tmp_path / "block"), save_interval=2, progress="block")
+    capsys.readouterr()
+    block.learn(3)
+    out = capsys.readouterr().out
     for text in ("Learning iteration 2/3", "Steps per second", "Mean actor loss", "Mean critic loss",
                  "Mean reward", "Mean episode length", "ETA", "Policy/actor_grad_norm", "Value/estimate",
                  "Loss/critic_learning_rate", "Train/skipped_actor_updates"):

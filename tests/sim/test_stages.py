@@ -88,6 +88,10 @@ def step(request):
     targets = model.default_joint_pos + rng.uniform(-0.2, 0.2, (NUM_ENVS, model.num_joints))
     data = sim.step(sim.state(q, u), sim.control(targets), sim.empty_state())
     d = {name: getattr(data, name).numpy().copy() for name in ("q_mid", "H", "L", "rhs", "du", "u_new")}
+    # the solves use H plus the drive speed line's implicit damping, dt b, on the joint diagonal (actuators.py)
+    shift = np.concatenate([np.zeros((NUM_ENVS, 6)), data.implicit_damping.numpy()], axis=1)
+    d["H_crba"] = d["H"]
+    d["H"] = d["H"] + DT * np.einsum("ei,ij->eij", shift, np.eye(model.nv))
     cd = data.contact
     d.update({f"contact_{name}": getattr(cd, name).numpy().copy()
               for name in ("gap", "frame", "J", "u_free", "c", "G", "impulse", "du_contact", "weight")})

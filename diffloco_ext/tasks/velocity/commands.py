@@ -1,7 +1,10 @@
 """Velocity commands as Isaac Lab's ``UniformVelocityCommand``: (vx, vy) in m/s in the base frame and a yaw rate
 wz in rad/s, uniform in their ranges, resampled at resets and every ``resampling_time``; in heading mode wz is
 recomputed every policy step from a heading target, ``wz = clip(k wrap(heading* - heading), wz range)``; a
-fraction of envs stands (command zero)."""
+fraction of envs stands (command zero).
+
+The command is exogenous to the learner: no gradient flows through the heading feedback (the base heading is
+detached), so a differentiable-simulation learner cannot raise its tracking reward by steering its own command."""
 
 from __future__ import annotations
 
