@@ -27,8 +27,9 @@ drifts 27 µm in 8 s with 10 sweeps instead of 1 mm). Penetration is bounded by 
 (``stabilization``). The solve lives in :mod:`.gauss_seidel`, with its hand-written reverse sweep over the stored
 iterates; the Delassus matrix and the impulses' velocity change in :mod:`.delassus`.
 
-Ground: a horizontal plane per environment at height ``ground_height`` (m); the contact frame is the world
-``(z, x, y)``. A terrain with other heights/normals replaces :func:`_terrain_query` (same signature).
+Ground: the model's terrain (:mod:`.terrain`): by default a horizontal plane per environment at height
+``ground_height`` (m), contact frame the world ``(z, x, y)``; or a height field shared by all environments, whose
+tangent plane below the foot sphere's centre gives the normal and the gap (the solver is unchanged).
 """
 
 import functools
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 
 import warp as wp
 
+from .terrain import terrain_funcs
 from .warp_setup import warp_types
 
 CONTACT_MODES = ("smoothed", "hard", "soft", "none")
@@ -105,10 +107,8 @@ def contact_kernels(dtype):
     zero = dtype(0.0)
     one = dtype(1.0)
 
-    @wp.func
-    def _terrain_query(ground_height: dtype, x: vec3):
-        """Ground height below ``x`` (m) and the unit normal there (flat ground)."""
-        return ground_height, vec3(zero, zero, one)
+    vec4 = wp.types.vector(4, dtype)
+    _terrain_query = terrain_funcs(dtype)  # (kind, ground_height, heights, grid, x) -> tangent plane (d, n)
 
     @wp.func
     def _tangents(n: vec3):
@@ -131,11 +131,16 @@ def contact_kernels(dtype):
         ancestor_start: wp.array(dtype=wp.int32),
         ancestor_index: wp.array(dtype=wp.int32),
         ground_height: wp.array(dtype=dtype),
+        terrain_kind: int,
+        terrain_heights: wp.array2d(dtype=dtype),
+        terrain_grid: vec4,
         gap: wp.array2d(dtype=dtype),
         frame: wp.array3d(dtype=vec3),
         J: wp.array3d(dtype=dtype),
     ):
         """Signed gap (m), contact frame (normal, tangent 1, tangent 2) and Jacobian rows of foot ``f``.
+
+        The gap is the sphere's distance from the terrain's tangent plane ``n . x = height`` below its centre.
 
         ``J`` [N, 3F, nv] maps ``u`` to the contact point's velocity in the contact frame. It must be zeroed
         (only the foot's root path is written).
@@ -144,7 +149,7 @@ def contact_kernels(dtype):
         b = foot_body[f]
         base = vec3(q[e, 0], q[e, 1], q[e, 2])
         centre = body_pos[e, b] + body_rot[e, b] * foot_offset[f]
-        height, n = _terrain_query(ground_height[e], centre + base)
+        height, n = _terrain_query(terrain_kind, ground_height[e], terrain_heights, terrain_grid, centre + base)
         t1, t2 = _tangents(n)
         r = centre - n * foot_radius[f]
         gap[e, f] = wp.dot(n, centre + base) - foot_radius[f] - height
