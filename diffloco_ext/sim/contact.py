@@ -161,15 +161,18 @@ def contact_kernels(dtype):
             J[e, 3 * f, k] = wp.dot(n, v)
             J[e, 3 * f + 1, k] = wp.dot(t1, v)
             J[e, 3 * f + 2, k] = wp.dot(t2, v)
+        # The dynamic loop uses names of its own: a local it shared with the unrolled loop above (v, k) would be
+        # loop-carried, and Warp's adjoint then replays the wrong value of it (the base columns' normal
+        # derivative, which only a non-flat terrain needs, came out wrong).
         for a in range(ancestor_start[b], ancestor_start[b + 1] + 1):
             body = b
             if a < ancestor_start[b + 1]:
                 body = ancestor_index[a]
-            k = 5 + body
-            v = dof_lin[e, k] + wp.cross(dof_ang[e, k], r)
-            J[e, 3 * f, k] = wp.dot(n, v)
-            J[e, 3 * f + 1, k] = wp.dot(t1, v)
-            J[e, 3 * f + 2, k] = wp.dot(t2, v)
+            col = 5 + body
+            v_col = dof_lin[e, col] + wp.cross(dof_ang[e, col], r)
+            J[e, 3 * f, col] = wp.dot(n, v_col)
+            J[e, 3 * f + 1, col] = wp.dot(t1, v_col)
+            J[e, 3 * f + 2, col] = wp.dot(t2, v_col)
 
     @wp.kernel(enable_backward=False)
     def contact_force_world(
