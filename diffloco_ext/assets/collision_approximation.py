@@ -20,12 +20,12 @@ All lengths in m.
     ``|(r cos 30°, r sin 30°) - (r - h, 0)| - h`` from the capsules (1.2 cm for ANYmal D's knee drives,
     r = 7.1 cm, h = 2.9 cm).
 
-* box (half extents ``l >= m >= s`` after sorting its axes): ``n = min(1 + ceil(2 (m - s) / s), 4)`` capsules of
-  radius ``s`` along the longest axis (segment half-length ``l - s``), their axes spread evenly over
-  ``[-(m - s), m - s]`` along the middle axis. Exact at all six face centres; the box's edges and corners are
-  rounded (by up to ``s (sqrt 3 - 1)`` at corners), and between neighbouring capsules the two largest faces dip
-  by ``s - sqrt(s^2 - d^2/4)`` (d the spacing: 0.13 s at most when ``n`` is not capped; thin plates, where the
-  cap applies, are covered by strips).
+* box (half extents ``l >= m >= s`` after sorting its axes): ``n = min(1 + 2 ceil((m - s) / s), 5)`` capsules
+  (an odd number) of radius ``s`` along the longest axis (segment half-length ``l - s``), their axes spread
+  evenly over ``[-(m - s), m - s]`` along the middle axis. Exact at all six face centres; the box's edges and
+  corners are rounded (by up to ``s (sqrt 3 - 1)`` at corners), and between neighbouring capsules the two
+  largest faces dip by ``s - sqrt(s^2 - d^2/4)`` (d the spacing: at most 0.13 s when ``n`` is not capped; thin
+  plates, where the cap applies, are covered by strips).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import math
 
 import numpy as np
 
-MAX_BOX_CAPSULES = 4
+MAX_BOX_CAPSULES = 5
 
 Capsule = tuple[np.ndarray, np.ndarray, float]  # start, end (body frame, m), radius (m)
 
@@ -69,7 +69,7 @@ def box_capsules(half_extents, rot: np.ndarray, pos: np.ndarray) -> list[Capsule
     order = np.argsort(-half, kind="stable")  # longest, middle, smallest
     long_axis, mid_axis = order[0], order[1]
     l, m, s = half[order]
-    count = min(1 + math.ceil(2.0 * (m - s) / s - 1e-12), MAX_BOX_CAPSULES)
+    count = min(1 + 2 * math.ceil((m - s) / s - 1e-12), MAX_BOX_CAPSULES)  # odd: one capsule on the centre line
     offsets = [0.0] if count == 1 else np.linspace(-(m - s), m - s, count)
     out = []
     for offset in offsets:
