@@ -30,7 +30,7 @@ import numpy as np
 import warp as wp
 
 from .adjoint import input_grad, output_grad
-from .kinematics import kinematics_kernels
+from .kinematics import joint_funcs, kinematics_kernels
 from .scratch import scratch_array
 from .terrain import terrain_funcs, terrain_inputs
 from .warp_setup import NUMPY_DTYPES, warp_types
@@ -162,16 +162,63 @@ def body_contact_kernels(dtype):
             s = argmin_in[e, k]
             shape_gap_grad_out[e, s] = shape_gap_grad_out[e, s] + body_gap_grad_in[e, k]
 
-    return capsule_gaps, body_min, body_min_adjoint
+    _, joint_pose, _ = joint_funcs(dtype)
+    big = dtype(1.0e30)
+
+    @wp.kernel(enable_backward=False)
+    def flat_body_gaps(
+        # Model:
+        body_parent: wp.array(dtype=wp.int32),
+        body_pos0: wp.array(dtype=vec3),
+        body_rot0: wp.array(dtype=mat33),
+        joint_axis: wp.array(dtype=vec3),
+        shape_start: wp.array(dtype=wp.int32),
+        shape_body: wp.array(dtype=wp.int32),
+        shape_a: wp.array(dtype=vec3),
+        shape_b: wp.array(dtype=vec3),
+        shape_radius: wp.array(dtype=dtype),
+        ground_height: wp.array(dtype=dtype),
+        # In:
+        q_in: wp.array2d(dtype=dtype),
+        # Out:
+        body_rot_out: wp.array2d(dtype=mat33),
+        body_pos_out: wp.array2d(dtype=vec3),
+        body_gap_out: wp.array2d(dtype=dtype),
+    ):
+        """Flat ground, forward only (no tape), one pass per environment: body poses parents first into
+        ``body_*_out`` (scratch), then the heights of every capsule's end points."""
+        e = wp.tid()
+        body_rot_out[e, 0] = wp.quat_to_matrix(wp.normalize(wp.quaternion(q_in[e, 4], q_in[e, 5], q_in[e, 6],
+                                                                           q_in[e, 3])))
+        body_pos_out[e, 0] = vec3(dtype(0.0), dtype(0.0), dtype(0.0))
+        for b in range(1, body_parent.shape[0]):
+            p = body_parent[b]
+            rot, r, _a = joint_pose(body_rot_out[e, p], body_pos_out[e, p], body_rot0[b], body_pos0[b],
+                                    joint_axis[b], q_in[e, 6 + b])
+            body_rot_out[e, b] = rot
+            body_pos_out[e, b] = r
+        z0 = q_in[e, 2] - ground_height[e]
+        for k in range(body_gap_out.shape[1]):
+            best = big
+            for s in range(shape_start[k], shape_start[k + 1]):
+                b = shape_body[s]
+                R = body_rot_out[e, b]
+                row = vec3(R[2, 0], R[2, 1], R[2, 2])
+                z = z0 + body_pos_out[e, b][2]
+                gap = wp.min(wp.dot(row, shape_a[s]), wp.dot(row, shape_b[s])) + z - shape_radius[s]
+                best = wp.min(best, gap)
+            body_gap_out[e, k] = best
+
+    return capsule_gaps, body_min, body_min_adjoint, flat_body_gaps
 
 
 def body_gaps(model, q: wp.array, tape: wp.Tape | None = None, out: wp.array | None = None) -> wp.array:
     """Signed gap (m) of every collision body to the terrain at ``q`` [N, nq]: [N, K] in the order
     ``model.collision.body_names`` (into ``out`` when given).
 
-    With ``tape`` the launches are recorded for gradients w.r.t. ``q`` (call it inside ``with tape:``, as the
-    step's stages are); without one nothing is recorded, even inside an active tape, and the intermediates are
-    reused scratch memory.
+    With ``tape`` the launches are recorded on it for gradients w.r.t. ``q`` (inside ``with tape:`` or not);
+    without one nothing is recorded, even inside an active tape, the intermediates are reused scratch memory,
+    and on flat ground a single fused kernel computes only the heights of the capsules' end points.
     """
     cd = model.collision
     if cd is None:
@@ -179,14 +226,44 @@ def body_gaps(model, q: wp.array, tape: wp.Tape | None = None, out: wp.array | N
     t = warp_types(model.dtype)
     N, B, S, K = model.num_envs, model.num_bodies, cd.num_shapes, cd.num_bodies
     base, tree, tree_adjoint = kinematics_kernels(model.dtype)[:3]
-    capsule_gaps, body_min, body_min_adjoint = body_contact_kernels(model.dtype)
+    capsule_gaps, body_min, body_min_adjoint, flat_fused = body_contact_kernels(model.dtype)
     taped = tape is not None
     kw = dict(device=model.device)
-    if taped:
-        make = lambda name, shape, dtype, grad: wp.zeros(shape, dtype=dtype, requires_grad=grad, **kw)  # noqa: E731
-    else:
-        make = lambda name, shape, dtype, grad: scratch_array(f"body_contacts.{name}", shape, dtype,  # noqa: E731
-                                                              model.device, zero=False)
+    kind = terrain_inputs(model)[0]
+    if not taped:
+        if out is None:
+            out = wp.empty((N, K), dtype=model.dtype, **kw)
+        if kind == 0:
+            wp.launch(flat_fused, dim=N, record_tape=False, inputs=[
+                model.body_parent, model.body_pos0, model.body_rot0, model.joint_axis, cd.shape_start,
+                cd.shape_body, cd.shape_a, cd.shape_b, cd.shape_radius, model.ground_height, q,
+                scratch_array("body_contacts.fused_rot", (N, B), t.mat33, model.device, zero=False),
+                scratch_array("body_contacts.fused_pos", (N, B), t.vec3, model.device, zero=False), out], **kw)
+            return out
+        body_rot = scratch_array("body_contacts.body_rot", (N, B), t.mat33, model.device, zero=False)
+        body_pos = scratch_array("body_contacts.body_pos", (N, B), t.vec3, model.device, zero=False)
+        dof = [scratch_array(f"body_contacts.dof{i}", (N, model.nv), t.vec3, model.device, zero=False)
+               for i in range(2)]
+        shape_gap = scratch_array("body_contacts.shape_gap", (N, S), model.dtype, model.device, zero=False)
+        argmin = scratch_array("body_contacts.argmin", (N, K), wp.int32, model.device, zero=False)
+        wp.launch(base, dim=N, record_tape=False, inputs=[q, body_rot, body_pos, *dof], **kw)
+        wp.launch(tree, dim=N, record_tape=False, inputs=[
+            q, model.body_parent, model.body_pos0, model.body_rot0, model.joint_axis, body_rot, body_pos, *dof], **kw)
+        wp.launch(capsule_gaps, dim=(N, S), record_tape=False, inputs=[
+            cd.shape_body, cd.shape_a, cd.shape_b, cd.shape_radius, model.ground_height, *terrain_inputs(model), q,
+            body_rot, body_pos, shape_gap], **kw)
+        wp.launch(body_min, dim=(N, K), record_tape=False, inputs=[cd.shape_start, shape_gap, out, argmin], **kw)
+        return out
+    active = wp._src.context.runtime.tape
+    if active is not None and active is not tape:
+        raise RuntimeError("body_gaps: another tape is active; pass that tape")
+    if active is None:
+        with tape:
+            return body_gaps(model, q, tape, out)
+
+    def make(name, shape, dtype, grad):  # a taped call keeps its own intermediates
+        return wp.zeros(shape, dtype=dtype, requires_grad=grad, **kw)
+
     body_rot = make("body_rot", (N, B), t.mat33, True)
     body_pos = make("body_pos", (N, B), t.vec3, True)
     dof_ang = make("dof_ang", (N, model.nv), t.vec3, True)
@@ -194,29 +271,29 @@ def body_gaps(model, q: wp.array, tape: wp.Tape | None = None, out: wp.array | N
     shape_gap = make("shape_gap", (N, S), model.dtype, True)
     argmin = make("argmin", (N, K), wp.int32, False)
     if out is None:
-        out = wp.empty((N, K), dtype=model.dtype, requires_grad=taped, **kw)
-    wp.launch(base, dim=N, inputs=[q, body_rot, body_pos, dof_ang, dof_lin], record_tape=taped, **kw)
+        out = wp.empty((N, K), dtype=model.dtype, requires_grad=True, **kw)
+    wp.launch(base, dim=N, inputs=[q, body_rot, body_pos, dof_ang, dof_lin], **kw)
     wp.launch(tree, dim=N, record_tape=False, inputs=[
         q, model.body_parent, model.body_pos0, model.body_rot0, model.joint_axis, body_rot, body_pos, dof_ang,
         dof_lin], **kw)
-    if taped:
-        def tree_backward() -> None:
-            q_grad, _ = input_grad("body_contacts.kinematics", q)
-            wp.launch(tree_adjoint, dim=N, record_tape=False, inputs=[
-                q, model.body_parent, model.body_pos0, model.body_rot0, model.joint_axis, body_rot, body_pos,
-                body_rot.grad, body_pos.grad, dof_ang.grad, dof_lin.grad, q_grad], **kw)
 
-        tape.record_func(backward=tree_backward, arrays=[])
-    wp.launch(capsule_gaps, dim=(N, S), record_tape=taped, inputs=[
+    def tree_backward() -> None:
+        q_grad, _ = input_grad("body_contacts.kinematics", q)
+        wp.launch(tree_adjoint, dim=N, record_tape=False, inputs=[
+            q, model.body_parent, model.body_pos0, model.body_rot0, model.joint_axis, body_rot, body_pos,
+            body_rot.grad, body_pos.grad, dof_ang.grad, dof_lin.grad, q_grad], **kw)
+
+    tape.record_func(backward=tree_backward, arrays=[])
+    wp.launch(capsule_gaps, dim=(N, S), inputs=[
         cd.shape_body, cd.shape_a, cd.shape_b, cd.shape_radius, model.ground_height, *terrain_inputs(model), q,
         body_rot, body_pos, shape_gap], **kw)
     wp.launch(body_min, dim=(N, K), record_tape=False, inputs=[cd.shape_start, shape_gap, out, argmin], **kw)
-    if taped:
-        def min_backward() -> None:
-            grad = output_grad("body_contacts", "body_gap", out)
-            wp.launch(body_min_adjoint, dim=N, record_tape=False, inputs=[argmin, grad, shape_gap.grad], **kw)
 
-        tape.record_func(backward=min_backward, arrays=[])
+    def min_backward() -> None:
+        grad = output_grad("body_contacts", "body_gap", out)
+        wp.launch(body_min_adjoint, dim=N, record_tape=False, inputs=[argmin, grad, shape_gap.grad], **kw)
+
+    tape.record_func(backward=min_backward, arrays=[])
     return out
 
 
@@ -232,8 +309,7 @@ def _torch_function():
             model = sim.model
             tape = wp.Tape()
             q_wp = wp.from_torch(q.detach().contiguous(), dtype=model.dtype, requires_grad=True)
-            with tape:
-                gaps = body_gaps(model, q_wp, tape)
+            gaps = body_gaps(model, q_wp, tape)
             ctx.saved = (tape, q_wp, gaps)
             return wp.to_torch(gaps).clone()
 

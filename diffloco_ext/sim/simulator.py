@@ -358,7 +358,4 @@ class Simulator:
         """Signed gap (m) of every collision body to the terrain at ``q``, [N, K] in the order
         ``model.collision.body_names`` (:mod:`.body_contacts`). Recorded on ``tape`` when given (the output then
         carries gradients back to ``q``)."""
-        if tape is None:
-            return body_gaps(self.model, q)
-        with tape:
-            return body_gaps(self.model, q, tape)
+        return body_gaps(self.model, q, tape)
