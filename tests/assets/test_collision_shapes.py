@@ -148,3 +148,12 @@ def test_urdf_importer_keeps_primitives_in_the_merged_body_frame():
     np.testing.assert_allclose(prims[1].size, (0.05, 0.15))
     np.testing.assert_allclose(prims[1].pos, (0.1, 0.5, 0.0), atol=1e-12)
     np.testing.assert_allclose(np.array(prims[1].rot) @ [0, 0, 1], (1, 0, 0), atol=1e-12)  # axis along body x
+
+
+@pytest.mark.parametrize("geometry", ['<box size="0.1 -0.2 0.3"/>', '<box size="0.1 0.2"/>',
+                                      '<cylinder radius="0.1"/>', '<cylinder radius="0" length="0.2"/>'])
+def test_bad_collision_primitives_are_clear_errors(geometry):
+    text = (f'<robot name="t"><link name="a"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" '
+            f'iyz="0" izz="1"/></inertial><collision><geometry>{geometry}</geometry></collision></link></robot>')
+    with pytest.raises(RobotDescriptionError, match="link name='a'"):
+        import_urdf(text=text)

@@ -130,3 +130,28 @@ def test_smoothed_contact_gradient_on_a_height_field(wrt):
     assert np.abs(normals[..., :2]).max() > 0.01  # the feet stand on slopes
     tensor = {"q0": q, "u0": u, "joint_target": targets}[wrt]
     check_gradient(bridge, (q, u, targets), f"heightfield/{wrt}", tensor, weights, 3, rng, count=8)
+
+
+@pytest.fixture(scope="module")
+def standing_on_bumps():
+    """ANYmal D settled under hard contact on smooth 1 cm bumps (float64, 2 envs)."""
+    robot = get_robot("anymal_d")
+    field = HeightField.from_function(lambda x, y: 0.01 * np.sin(5 * x + 1) * np.cos(4 * y), (-1.5, 1.5),
+                                      (-1.5, 1.5), 0.05)
+    model = build_model(robot, 2, dtype="float64", friction=0.8, terrain=field)
+    sim = Simulator(model, dt=0.005, contact="hard")
+    state, _ = rollout(sim, sim.state(model.default_q(base_height=robot.default_base_height - 0.02)), sim.control(),
+                       300, lambda s, d: None)
+    return robot, TorchSimulator(sim), [torch.tensor(a) for a in state.numpy()]
+
+
+@pytest.mark.parametrize("wrt", ["q0", "u0", "joint_target"])
+def test_hard_contact_gradient_standing_on_a_height_field(standing_on_bumps, wrt):
+    """Hard contact away from switching (standing on the bumps, sticking): float64 FD through 4 steps."""
+    robot, bridge, (q, u) = standing_on_bumps
+    rng = np.random.default_rng(5)
+    targets = torch.tensor(np.tile(robot.default_joint_positions(), (2, 1)) + rng.uniform(-0.02, 0.02, (2, 12)))
+    weights = [torch.tensor(rng.normal(size=s)) for s in ((2, 19), (2, 18), (2, 4, 3), (2, 4, 3), (2, 4, 3))]
+    weights[4] *= 1e-3
+    tensor = {"q0": q, "u0": u, "joint_target": targets}[wrt]
+    check_gradient(bridge, (q, u, targets), f"heightfield-hard/{wrt}", tensor, weights, 4, rng, count=8)
