@@ -1,7 +1,7 @@
 """Developer tool: transcribe robot figures from public descriptions into the project's own definitions.
 
 Writes ``diffloco_ext/assets/definitions/_<robot>_figures.py`` (literal numbers: body frames, masses, centres
-of mass, inertias, joint axes/limits, foot spheres) from the public files in ``../shared/assets``. The package
+of mass, inertias, joint axes/limits, foot spheres, collision capsules) from the public files in ``../shared/assets``. The package
 never reads ``../shared`` at run time; this script is run by a developer when a source description changes,
 and ``tests/assets`` checks the committed figures against the sources.
 
@@ -16,7 +16,8 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from diffloco_ext.assets.rotations import principal_inertia_to_matrix
+from diffloco_ext.assets.collision_approximation import primitive_capsules
+from diffloco_ext.assets.rotations import principal_inertia_to_matrix, quat_to_matrix
 from diffloco_ext.assets.urdf_importer import import_urdf
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,7 +45,7 @@ def _mat(m) -> str:
     return "(" + ", ".join(_vec(row) for row in np.asarray(m)) + ")"
 
 
-def _write(path: Path, header: str, bodies: list[dict], feet: list[dict]) -> None:
+def _write(path: Path, header: str, bodies: list[dict], feet: list[dict], shapes: list[dict]) -> None:
     lines = [f'"""{header}"""', "", "INF = float(\"inf\")", "", "# fmt: off", "BODIES = ("]
     for b in bodies:
         j = b["joint"]
@@ -64,8 +65,27 @@ def _write(path: Path, header: str, bodies: list[dict], feet: list[dict]) -> Non
             f"    dict(name={ft['name']!r}, body={ft['body']!r}, offset={_vec(ft['offset'])}, radius={_f(ft['radius'])}),"
         )
     lines.append(")")
+    lines.append("# Capsules (start, end in the body frame, m; radius m) inside the source's collision primitives,")
+    lines.append("# foot spheres left out (see diffloco_ext/assets/collision_approximation.py).")
+    lines.append("COLLISION_SHAPES = (")
+    for c in shapes:
+        lines.append(
+            f"    dict(body={c['body']!r}, start={_vec(c['start'])}, end={_vec(c['end'])}, radius={_f(c['radius'])},\n"
+            f"         source={c['source']!r}),"
+        )
+    lines.append(")")
     lines.append("# fmt: on")
     path.write_text("\n".join(lines) + "\n")
+
+
+def _is_foot(kind, size, body, pos, feet) -> bool:
+    return kind == "sphere" and any(f["body"] == body and np.allclose(f["offset"], pos, atol=1e-9)
+                                    and abs(f["radius"] - size[0]) < 1e-9 for f in feet)
+
+
+def _capsule_dicts(body: str, kind: str, size, rot, pos, source: str) -> list[dict]:
+    return [dict(body=body, start=a, end=b, radius=r, source=source)
+            for a, b, r in primitive_capsules(kind, size, rot, pos)]
 
 
 def _joint_dict(name, axis, lower, upper, effort, velocity, damping, armature, friction) -> dict:
@@ -76,7 +96,9 @@ def _joint_dict(name, axis, lower, upper, effort, velocity, damping, armature, f
 
 def anymal_c_from_mjcf(shared: Path) -> None:
     model = mujoco.MjModel.from_xml_path(str(shared / "anymal_c" / "anymal_c_mjcf_physics_only.xml"))
-    bodies, feet = [], []
+    bodies, feet, shapes = [], [], []
+    kinds = {int(mujoco.mjtGeom.mjGEOM_SPHERE): "sphere", int(mujoco.mjtGeom.mjGEOM_CAPSULE): "capsule",
+             int(mujoco.mjtGeom.mjGEOM_CYLINDER): "cylinder", int(mujoco.mjtGeom.mjGEOM_BOX): "box"}
     for b in range(1, model.nbody):
         parent = model.body_parentid[b]
         joint = None
@@ -98,10 +120,21 @@ def anymal_c_from_mjcf(shared: Path) -> None:
             if model.geom_bodyid[g] == b and model.geom_type[g] == mujoco.mjtGeom.mjGEOM_SPHERE:
                 feet.append(dict(name=model.body(b).name.replace("SHANK", "FOOT"), body=model.body(b).name,
                                  offset=model.geom_pos[g], radius=model.geom_size[g, 0]))
+    for g in range(model.ngeom):
+        kind = kinds.get(int(model.geom_type[g]))
+        b = model.geom_bodyid[g]
+        if kind is None or b == 0:
+            continue
+        body, size = model.body(b).name, model.geom_size[g]
+        if _is_foot(kind, size, body, model.geom_pos[g], feet):
+            continue
+        size = size[:{"sphere": 1, "capsule": 2, "cylinder": 2, "box": 3}[kind]]
+        source = f"geom {g} {kind} size {' '.join(f'{v:.6g}' for v in size)}"
+        shapes += _capsule_dicts(body, kind, size, quat_to_matrix(model.geom_quat[g]), model.geom_pos[g], source)
     _write(OUT / "_anymal_c_figures.py",
            "ANYmal C figures transcribed from MuJoCo Menagerie `anybotics_anymal_c/anymal_c.xml` (BSD-3-Clause,\n"
            "ANYbotics / Google DeepMind), via scripts/transcribe_assets.py. Frames and units: see robot_description.",
-           bodies, feet)
+           bodies, feet, shapes)
 
 
 def from_urdf(path: Path, out: str, header: str, locked=(), foot_sphere=None) -> None:
@@ -117,7 +150,13 @@ def from_urdf(path: Path, out: str, header: str, locked=(), foot_sphere=None) ->
     feet = [dict(name=s.link, body=s.body, offset=s.center, radius=s.radius) for s in imp.spheres]
     if foot_sphere is not None:
         feet = foot_sphere(imp.robot)
-    _write(OUT / out, header, bodies, feet)
+    shapes = []
+    for c in imp.collisions:
+        if _is_foot(c.kind, c.size, c.body, c.pos, feet):
+            continue
+        source = f"{c.link} {c.kind} size {' '.join(f'{v:.6g}' for v in c.size)}"
+        shapes += _capsule_dicts(c.body, c.kind, c.size, np.array(c.rot), np.array(c.pos), source)
+    _write(OUT / out, header, bodies, feet, shapes)
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ from .definitions.warp_quadruped import warp_quadruped
 from .robot_description import (
     ActuatorParams,
     Body,
+    CollisionShape,
     FootSphere,
     Joint,
     RobotDescription,
@@ -30,6 +31,6 @@ def get_robot(name: str) -> RobotDescription:
 
 
 __all__ = [
-    "ActuatorParams", "Body", "FootSphere", "Joint", "RobotDescription", "RobotDescriptionError", "ROBOTS",
+    "ActuatorParams", "Body", "CollisionShape", "FootSphere", "Joint", "RobotDescription", "RobotDescriptionError", "ROBOTS",
     "get_robot", "import_urdf",
 ]

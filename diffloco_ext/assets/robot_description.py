@@ -12,6 +12,10 @@ Frames and units (SI throughout: m, kg, kg·m², rad, N·m, rad/s):
 * ``Body.com`` is the centre of mass in the body frame; ``Body.inertia`` the 3x3 rotational inertia about
   the centre of mass, expressed in the body frame.
 * ``FootSphere.offset`` is the sphere centre in its body's frame.
+* ``CollisionShape.start`` / ``.end`` are the end points of a capsule's axis segment in its body's frame (m);
+  a sphere is a capsule whose end points coincide. Collision shapes are *not* foot spheres: feet push on the
+  ground in the contact solver; collision shapes only report their gap to the terrain (for terminations and
+  penalties of tasks, e.g. base or thigh contact).
 
 Bodies are stored in topological order (every parent before its children), root first; that order is the
 simulator's body order, and the order of the joints (one per non-root body) is its joint (DOF) order.
@@ -106,6 +110,32 @@ class FootSphere:
 
 
 @dataclass(frozen=True)
+class CollisionShape:
+    """A capsule (a sphere when ``start == end``) rigidly attached to a body, for body-terrain gaps.
+
+    The set of points within ``radius`` of the segment from ``start`` to ``end``. Robots transcribe these from
+    their sources' collision geometry (boxes and cylinders approximated by capsules inside them, see
+    :mod:`diffloco_ext.assets.collision_approximation`).
+
+    Attributes:
+        body: Name of the body it is attached to.
+        start, end: Segment end points in the body frame (m).
+        radius: Capsule radius (m).
+        source: Where it comes from (e.g. ``"LF_thigh_fixed box 0.093x0.063x0.285"``), for humans.
+    """
+
+    body: str
+    start: tuple[float, float, float]
+    end: tuple[float, float, float]
+    radius: float
+    source: str = ""
+
+    @property
+    def is_sphere(self) -> bool:
+        return tuple(self.start) == tuple(self.end)
+
+
+@dataclass(frozen=True)
 class ActuatorParams:
     """Joint drive model: PD position tracking inside a DC-motor torque-speed envelope.
 
@@ -141,6 +171,7 @@ class RobotDescription:
         default_base_height: Standing height of the base frame above the ground (m).
         isaaclab_joint_order: Joint names in the order Isaac Lab's articulation uses for this robot.
         source: Where the figures come from, with license name.
+        collision_shapes: Capsules/spheres per body for body-terrain gaps (not foot contacts), any order.
     """
 
     name: str
@@ -151,6 +182,7 @@ class RobotDescription:
     default_base_height: float = 0.5
     isaaclab_joint_order: tuple[str, ...] = ()
     source: str = ""
+    collision_shapes: tuple[CollisionShape, ...] = ()
 
     def __post_init__(self) -> None:
         validate(self)
@@ -176,6 +208,12 @@ class RobotDescription:
     @property
     def total_mass(self) -> float:
         return float(sum(b.mass for b in self.bodies))
+
+    @property
+    def collision_bodies(self) -> tuple[str, ...]:
+        """Names of the bodies that have collision shapes, in body order (the order of body gaps)."""
+        have = {c.body for c in self.collision_shapes}
+        return tuple(b.name for b in self.bodies if b.name in have)
 
     def body_index(self, name: str) -> int:
         for i, b in enumerate(self.bodies):
@@ -251,6 +289,16 @@ def validate(robot: RobotDescription) -> None:
             raise RobotDescriptionError(f"{where}, foot '{foot.name}': unknown body '{foot.body}'")
         if not foot.radius > 0:
             raise RobotDescriptionError(f"{where}, foot '{foot.name}': radius must be positive")
+    for i, shape in enumerate(robot.collision_shapes):
+        cw = f"{where}, collision shape {i} ({shape.source or 'unnamed'})"
+        if shape.body not in seen:
+            raise RobotDescriptionError(f"{cw}: unknown body '{shape.body}'")
+        for vec, label in ((shape.start, "start"), (shape.end, "end")):
+            arr = np.asarray(vec, dtype=np.float64)
+            if arr.shape != (3,) or not np.isfinite(arr).all():
+                raise RobotDescriptionError(f"{cw}: {label} must be 3 finite numbers, got {vec}")
+        if not (np.isfinite(shape.radius) and shape.radius > 0):
+            raise RobotDescriptionError(f"{cw}: radius must be positive and finite, got {shape.radius}")
     for name in robot.default_joint_pos:
         if name not in joint_names:
             raise RobotDescriptionError(f"{where}: default_joint_pos names unknown joint '{name}'")

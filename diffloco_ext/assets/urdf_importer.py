@@ -8,6 +8,9 @@ ends with no mass is an error. Sphere collision shapes are kept (they become foo
 
 Every problem raises :class:`RobotDescriptionError` naming the file and the element; nothing half-built
 is returned.
+
+All primitive collision shapes (sphere, box, cylinder; meshes are skipped) are also kept, in their body's frame,
+as :class:`CollisionPrimitive` (``UrdfImport.collisions``), for the body-terrain collision shapes.
 """
 
 from __future__ import annotations
@@ -42,6 +45,23 @@ class CollisionSphere:
 
 
 @dataclass(frozen=True)
+class CollisionPrimitive:
+    """A primitive ``<collision>`` of the URDF in the frame of the body it was merged into.
+
+    ``kind``: ``"sphere"`` (size ``(r,)``), ``"cylinder"`` (``(r, half_length)``, axis local z) or ``"box"``
+    (half extents); ``rot`` (3x3 nested tuples, the primitive's axes as columns) and ``pos`` (m) place it in
+    the body frame. Sizes in m (MuJoCo's ``geom_size`` convention).
+    """
+
+    link: str
+    body: str
+    kind: str
+    size: tuple[float, ...]
+    rot: tuple[tuple[float, float, float], ...]
+    pos: tuple[float, float, float]
+
+
+@dataclass(frozen=True)
 class UrdfImport:
     """Result of :func:`import_urdf`: the description and what was merged where."""
 
@@ -49,6 +69,7 @@ class UrdfImport:
     spheres: tuple[CollisionSphere, ...]
     merged_links: dict[str, str]
     """Each URDF link name -> name of the body it belongs to after merging."""
+    collisions: tuple[CollisionPrimitive, ...] = ()
 
 
 class _MassAccumulator:
@@ -258,6 +279,7 @@ def import_urdf(
 
     accumulators = {b: _MassAccumulator() for b in body_order}
     spheres: list[CollisionSphere] = []
+    collisions: list[CollisionPrimitive] = []
     for lname in order:
         where = f"{src}: <link name='{lname}'>"
         rot, pos = pose_in_owner[lname]
@@ -266,6 +288,9 @@ def import_urdf(
             m, com, i_c = inertial
             accumulators[owner[lname]].add(m, rot @ com + pos, rot @ i_c @ rot.T)
         for coll in links[lname].findall("collision"):
+            primitive = _collision_primitive(coll, lname, owner[lname], rot, pos, where)
+            if primitive is not None:
+                collisions.append(primitive)
             sphere = coll.find("geometry/sphere")
             if sphere is None:
                 continue
@@ -327,4 +352,29 @@ def import_urdf(
         robot = RobotDescription(name=name or root.get("name") or "robot", bodies=tuple(bodies), source=src)
     except RobotDescriptionError as exc:
         raise RobotDescriptionError(f"{src}: {exc}") from exc
-    return UrdfImport(robot=robot, spheres=tuple(spheres), merged_links=dict(owner))
+    return UrdfImport(robot=robot, spheres=tuple(spheres), merged_links=dict(owner), collisions=tuple(collisions))
+
+
+def _collision_primitive(coll: ET.Element, link: str, body: str, rot: np.ndarray, pos: np.ndarray,
+                         where: str) -> CollisionPrimitive | None:
+    """A ``<collision>``'s sphere/box/cylinder in the body frame (``rot``, ``pos``: the link in the body); None for
+    meshes and other geometry."""
+    geometry = coll.find("geometry")
+    if geometry is None or len(geometry) == 0:
+        return None
+    shape = geometry[0]
+    cw = f"{where} <collision> <{shape.tag}>"
+    if shape.tag == "sphere":
+        size = (_attr_float(shape, "radius", float("nan"), cw),)
+    elif shape.tag == "cylinder":
+        size = (_attr_float(shape, "radius", float("nan"), cw), 0.5 * _attr_float(shape, "length", float("nan"), cw))
+    elif shape.tag == "box":
+        size = tuple(0.5 * _floats(shape.get("size"), 3, (float("nan"),) * 3, f"{cw} size"))
+    else:
+        return None
+    if not all(v > 0.0 for v in size):
+        raise RobotDescriptionError(f"{cw}: sizes must be positive, got {size}")
+    c_rot, c_pos = _origin(coll, f"{where} <collision>")
+    r, p = rot @ c_rot, rot @ c_pos + pos
+    return CollisionPrimitive(link, body, shape.tag, tuple(float(v) for v in size),
+                              tuple(tuple(float(v) for v in row) for row in r), tuple(float(v) for v in p))

@@ -27,8 +27,9 @@ drifts 27 µm in 8 s with 10 sweeps instead of 1 mm). Penetration is bounded by 
 (``stabilization``). The solve lives in :mod:`.gauss_seidel`, with its hand-written reverse sweep over the stored
 iterates; the Delassus matrix and the impulses' velocity change in :mod:`.delassus`.
 
-Ground: a horizontal plane per environment at height ``ground_height`` (m); the contact frame is the world
-``(z, x, y)``. A terrain with other heights/normals replaces :func:`_terrain_query` (same signature).
+Ground: the model's terrain (:mod:`.terrain`): by default a horizontal plane per environment at height
+``ground_height`` (m), contact frame the world ``(z, x, y)``; or a height field shared by all environments, whose
+tangent plane below the foot sphere's centre gives the normal and the gap (the solver is unchanged).
 """
 
 import functools
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 import warp as wp
 
 from .adjoint import output_grad
+from .terrain import terrain_funcs
 from .warp_setup import warp_types
 
 CONTACT_MODES = ("smoothed", "hard", "soft", "none")
@@ -141,10 +143,8 @@ def contact_kernels(dtype):
     zero = dtype(0.0)
     one = dtype(1.0)
 
-    @wp.func
-    def _terrain_query(ground_height: dtype, x: vec3):
-        """Ground height below ``x`` (m) and the unit normal there (flat ground)."""
-        return ground_height, vec3(zero, zero, one)
+    vec4 = wp.types.vector(4, dtype)
+    _terrain_query = terrain_funcs(dtype)  # (kind, ground_height, heights, grid, x) -> tangent plane (d, n)
 
     @wp.func
     def _tangents(n: vec3):
@@ -167,11 +167,16 @@ def contact_kernels(dtype):
         ancestor_start: wp.array(dtype=wp.int32),
         ancestor_index: wp.array(dtype=wp.int32),
         ground_height: wp.array(dtype=dtype),
+        terrain_kind: int,
+        terrain_heights: wp.array2d(dtype=dtype),
+        terrain_grid: vec4,
         gap: wp.array2d(dtype=dtype),
         frame: wp.array3d(dtype=vec3),
         J: wp.array3d(dtype=dtype),
     ):
         """Signed gap (m), contact frame (normal, tangent 1, tangent 2) and Jacobian rows of foot ``f``.
+
+        The gap is the sphere's distance from the terrain's tangent plane ``n . x = height`` below its centre.
 
         ``J`` [N, 3F, nv] maps ``u`` to the contact point's velocity in the contact frame. It must be zeroed
         (only the foot's root path is written).
@@ -180,7 +185,7 @@ def contact_kernels(dtype):
         b = foot_body[f]
         base = vec3(q[e, 0], q[e, 1], q[e, 2])
         centre = body_pos[e, b] + body_rot[e, b] * foot_offset[f]
-        height, n = _terrain_query(ground_height[e], centre + base)
+        height, n = _terrain_query(terrain_kind, ground_height[e], terrain_heights, terrain_grid, centre + base)
         t1, t2 = _tangents(n)
         r = centre - n * foot_radius[f]
         gap[e, f] = wp.dot(n, centre + base) - foot_radius[f] - height
@@ -192,15 +197,18 @@ def contact_kernels(dtype):
             J[e, 3 * f, k] = wp.dot(n, v)
             J[e, 3 * f + 1, k] = wp.dot(t1, v)
             J[e, 3 * f + 2, k] = wp.dot(t2, v)
+        # The dynamic loop uses names of its own: a local it shared with the unrolled loop above (v, k) would be
+        # loop-carried, and Warp's adjoint then replays the wrong value of it (the base columns' normal
+        # derivative, which only a non-flat terrain needs, came out wrong).
         for a in range(ancestor_start[b], ancestor_start[b + 1] + 1):
             body = b
             if a < ancestor_start[b + 1]:
                 body = ancestor_index[a]
-            k = 5 + body
-            v = dof_lin[e, k] + wp.cross(dof_ang[e, k], r)
-            J[e, 3 * f, k] = wp.dot(n, v)
-            J[e, 3 * f + 1, k] = wp.dot(t1, v)
-            J[e, 3 * f + 2, k] = wp.dot(t2, v)
+            col = 5 + body
+            v_col = dof_lin[e, col] + wp.cross(dof_ang[e, col], r)
+            J[e, 3 * f, col] = wp.dot(n, v_col)
+            J[e, 3 * f + 1, col] = wp.dot(t1, v_col)
+            J[e, 3 * f + 2, col] = wp.dot(t2, v_col)
 
     @wp.kernel(enable_backward=False)
     def contact_force_world(

@@ -28,6 +28,8 @@ import warp as wp
 
 from ..assets.robot_description import RobotDescription
 from ..assets.rotations import quat_to_matrix
+from .body_contacts import CollisionData, collision_data
+from .terrain import HeightField, TerrainData, terrain_data
 from .warp_setup import NUMPY_DTYPES, init_warp, resolve_device, resolve_dtype, warp_types
 
 
@@ -86,6 +88,9 @@ class Model:
     gravity: wp.array | None = None  # vec3 [N], world frame (m/s^2); per env, read every step
     fixed_base: bool = False  # base welded to the world (for fixed-base checks such as pendulums)
     default_joint_pos: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    # terrain (shared by all envs; flat by default, :mod:`.terrain`) and collision bodies (:mod:`.body_contacts`)
+    terrain: TerrainData | None = None
+    collision: CollisionData | None = None
 
     @property
     def nq(self) -> int:
@@ -161,8 +166,12 @@ def build_model(
     fixed_base: bool = False,
     friction: float = 1.0,
     ground_height: float = 0.0,
+    terrain: HeightField | None = None,
 ) -> Model:
-    """Put ``num_envs`` copies of ``robot`` on ``device`` in precision ``dtype`` (``"float32"``/``"float64"``)."""
+    """Put ``num_envs`` copies of ``robot`` on ``device`` in precision ``dtype`` (``"float32"``/``"float64"``).
+
+    ``terrain``: a :class:`~.terrain.HeightField` shared by all envs (its surface raised by each env's
+    ``ground_height``), or None for flat ground at ``ground_height`` (m)."""
     init_warp()
     device = resolve_device(device)
     dtype = resolve_dtype(dtype)
@@ -255,4 +264,6 @@ def build_model(
         ground_height=wp.array(np.full(num_envs, ground_height, dtype=npd), dtype=dtype, device=device),
         default_joint_pos=robot.default_joint_positions().astype(npd),
         **foot_kwargs,
+        terrain=terrain_data(terrain, dtype, device),
+        collision=collision_data(robot, dtype, device),
     )

@@ -32,6 +32,7 @@ import warp as wp
 
 from .actuators import actuation, applied_torque
 from .bias_forces import bias_forces
+from .body_contacts import body_gaps
 from .cholesky import factor_and_solve
 from .delassus import delassus, impulse_response
 from .gauss_seidel import projected_gauss_seidel
@@ -45,6 +46,7 @@ from .mass_matrix import mass_matrix
 from .model import Model
 from .scratch import scratch_array
 from .state import Control, State
+from .terrain import terrain_inputs
 from .warp_setup import warp_types
 
 
@@ -180,6 +182,7 @@ class StepData:
     q_new: wp.array
     diverged: wp.array
     contact: ContactData | None = None
+    body_gap: wp.array | None = None  # [N, K] collision-body gaps at the end-of-step state (m), values only
 
     @staticmethod
     def allocate(model: Model, requires_grad: bool, contact: ContactParams | None = None) -> "StepData":
@@ -262,16 +265,24 @@ class Simulator:
     (a policy step: decimation, the joint targets held). Every setting is validated when set, and read at every
     step: ``sim.contact = "hard"``, ``sim.contact.kappa = 100.0`` or ``sim.dt = 0.002`` take effect at the next step.
     :meth:`from_cfg` builds one from a :class:`~.config.SimCfg`.
+
+    ``report_body_gaps``: every step also writes ``StepData.body_gap`` [N, K], the signed gap (m) of every
+    collision body to the terrain at the end-of-step state (:mod:`.body_contacts`; values only, not taped: for
+    gradients call :meth:`body_gaps` with a tape). Off by default: it costs a kinematics pass per step.
     """
 
     def __init__(self, model: Model, dt: float = 0.005, contact: ContactParams | str | None = None,
-                 max_speed: float = 1.0e3, max_distance: float = 1.0e4, substeps: int = 1):
+                 max_speed: float = 1.0e3, max_distance: float = 1.0e4, substeps: int = 1,
+                 report_body_gaps: bool = False):
         self.model = model
         self.dt = dt
         self.contact = contact if contact is not None else ContactParams(mode="none")
         self.max_speed = max_speed
         self.max_distance = max_distance
         self.substeps = substeps
+        if report_body_gaps and model.collision is None:
+            raise ValueError(f"report_body_gaps needs collision shapes; robot '{model.robot.name}' has none")
+        self.report_body_gaps = bool(report_body_gaps)
         d = model.dtype
         self._integrate = integrator_kernels(d)[0]
         if model.num_feet > 0:
@@ -467,6 +478,8 @@ class Simulator:
         launch(self._integrate, N, [s.q, s.u, d.u_new, dt, d.q_new])
         divergence_guard(d.q_new, d.u_new, s.q, s.u, self.max_speed, self.max_distance, d.diverged, out.q, out.u,
                          tape, invalid=d.invalid_control)
+        if self.report_body_gaps:
+            d.body_gap = body_gaps(m, out.q, out=d.body_gap if tape is None else None)
 
     def _contact_impulses(self, m: Model, s: State, d: StepData, tape: wp.Tape | None) -> None:
         """Contact geometry at the midpoint, Delassus matrix, impulses and the velocity after them (``d.u_new``)."""
@@ -474,7 +487,8 @@ class Simulator:
         N, F = m.num_envs, m.num_feet
         self._launch(self._contact_geometry, (N, F), [
             d.q_mid, d.kin.body_rot, d.kin.body_pos, d.kin.dof_ang, d.kin.dof_lin, m.foot_body, m.foot_offset,
-            m.foot_radius, m.ancestor_start, m.ancestor_index, m.ground_height, cd.gap, cd.frame, cd.J])
+            m.foot_radius, m.ancestor_start, m.ancestor_index, m.ground_height, *terrain_inputs(m), cd.gap, cd.frame,
+            cd.J])
         contact_velocity(s.u, d.du, cd.J, m.foot_path_start, m.foot_path, cd.u_free, cd.c, tape)
         delassus(d.H, d.L, m.dof_parent, m.foot_path_start, m.foot_path, cd.J, cd.W, cd.G, tape)
         projected_gauss_seidel(m, p, self.dt, cd.G, cd.c, cd.gap, cd.weight, cd.target, cd.history, cd.residual,
@@ -504,3 +518,9 @@ class Simulator:
         (:mod:`.foot_kinematics`). Recorded on ``tape`` when given (the outputs then carry gradients back to ``q``
         and ``u``)."""
         return foot_kinematics(self.model, q, u, tape)
+
+    def body_gaps(self, q: wp.array, tape: wp.Tape | None = None) -> wp.array:
+        """Signed gap (m) of every collision body to the terrain at ``q``, [N, K] in the order
+        ``model.collision.body_names`` (:mod:`.body_contacts`). Recorded on ``tape`` when given (the output then
+        carries gradients back to ``q``)."""
+        return body_gaps(self.model, q, tape)

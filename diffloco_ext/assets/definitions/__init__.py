@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..robot_description import ActuatorParams, Body, FootSphere, Joint, RobotDescription
+from ..robot_description import ActuatorParams, Body, CollisionShape, FootSphere, Joint, RobotDescription
 
 #: Joint order of Isaac Lab's ANYmal/quadruped articulations: grouped by joint type, legs LF, LH, RF, RH.
 ISAACLAB_QUADRUPED_JOINT_ORDER = tuple(
@@ -20,7 +20,8 @@ def build_robot(
     source: str,
     isaaclab_joint_order: tuple[str, ...] = ISAACLAB_QUADRUPED_JOINT_ORDER,
 ) -> RobotDescription:
-    """A :class:`RobotDescription` from a figures module (``BODIES`` and ``FEET`` tuples of dicts)."""
+    """A :class:`RobotDescription` from a figures module (``BODIES``, ``FEET`` and ``COLLISION_SHAPES`` tuples of
+    dicts)."""
     bodies = tuple(
         Body(
             name=b["name"], parent=b["parent"], pos=b["pos"], quat=b["quat"], mass=b["mass"], com=b["com"],
@@ -29,9 +30,11 @@ def build_robot(
         for b in figures.BODIES
     )
     feet = tuple(FootSphere(**f) for f in figures.FEET)
+    shapes = tuple(CollisionShape(**c) for c in getattr(figures, "COLLISION_SHAPES", ()))
     return RobotDescription(
         name=name, bodies=bodies, feet=feet, actuator=actuator, default_joint_pos=dict(default_joint_pos),
         default_base_height=default_base_height, isaaclab_joint_order=isaaclab_joint_order, source=source,
+        collision_shapes=shapes,
     )
 
 
