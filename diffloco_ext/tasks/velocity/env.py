@@ -16,6 +16,8 @@ import math
 import torch
 from tensordict import TensorDict
 
+from diffloco_ext.sim.body_contacts import body_gaps_torch
+
 from ..locomotion_env import LocomotionEnv
 from ..robot_state import BaseState, quat_rotate_inverse, yaw_quat
 from . import rewards as R
@@ -44,7 +46,8 @@ class VelocityEnv(LocomotionEnv):
         self.soft_lower, self.soft_upper = self.soft_joint_limits(self.cfg.rewards.soft_joint_pos_limit_factor)
         self.foot_phase = torch.tensor([TROT_PHASE.get(name[:2], 0.0) for name in self.foot_names], dtype=dt,
                                        device=dev)
-        names = list(getattr(self.model, "collision_body_names", ()))
+        names = list(self.model.collision.body_names) if self.model.collision is not None else []
+        self.collision_body_names = names
         self._base_bodies = [i for i, n in enumerate(names) if n == "base"]
         self._thigh_bodies = [i for i, n in enumerate(names) if n.endswith("THIGH")]
         self._undesired_bodies = [i for i, n in enumerate(names) if n.endswith(("THIGH", "SHANK"))]
@@ -77,9 +80,14 @@ class VelocityEnv(LocomotionEnv):
 
     # ---- rewards and terminations ------------------------------------------------------------------------------------
     def _body_gaps(self, out) -> torch.Tensor:
-        """Signed gaps [N, K] (m) of the collision bodies at the state reached (empty without any)."""
-        gaps = getattr(out, "body_gap", None)
-        return gaps if gaps is not None else self.q.new_zeros(self.num_envs, 0)
+        """Signed gaps [N, K] (m) of the collision bodies (``collision_body_names``: base, thighs, shanks) at the
+        state reached, differentiable w.r.t. it (empty for a robot without collision shapes). Computed once per
+        step (the rewards and the terminations read the same values)."""
+        if self.model.collision is None:
+            return self.q.new_zeros(self.num_envs, 0)
+        if getattr(self, "_gaps_of", None) is not out:
+            self._gaps, self._gaps_of = body_gaps_torch(self.bridge, out.q), out
+        return self._gaps
 
     def _rewards(self, out, before):
         c, cmd = self.cfg.rewards, self.commands.command.to(self.dtype)
