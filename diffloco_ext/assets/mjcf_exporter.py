@@ -45,6 +45,7 @@ def to_mjcf(
     base_height: float | None = None,
     joint_limits: bool = False,
     joint_friction: bool = False,
+    visuals: bool = False,
 ) -> str:
     """The robot as MJCF XML text (optionally on a floor plane at z = 0).
 
@@ -58,6 +59,7 @@ def to_mjcf(
         joint_limits: Write the joints' ``range`` (limited hinges). Off by default: the differentiable simulator
             does not model joint limits, so a comparison would compare different physics (limits are a gate of
             the validation layer and a penalty of the tasks instead).
+        visuals: Add the collision capsules as visual geoms (group 1: no contacts, no mass), for rendering.
         joint_friction: Write the joints' Coulomb ``frictionloss``. Off by default for the same reason (the
             simulator models viscous joint damping, which is always written, but no joint Coulomb friction).
     """
@@ -98,6 +100,16 @@ def to_mjcf(
         if joint_limits and np.isfinite(j.lower) and np.isfinite(j.upper):
             attrs["range"] = _num(j.lower, j.upper)
         ET.SubElement(elem, "joint", **attrs)
+
+    if visuals:  # the collision capsules as visual geometry only: group 1, no contacts, no mass (inertials are explicit)
+        for i, shape in enumerate(robot.collision_shapes):
+            geom = dict(name=f"{shape.body}_visual_{i}", contype="0", conaffinity="0", group="1", mass="0",
+                        rgba="0.35 0.38 0.42 1")
+            if shape.is_sphere:
+                geom.update(type="sphere", size=repr(float(shape.radius)), pos=_num(*shape.start))
+            else:
+                geom.update(type="capsule", size=repr(float(shape.radius)), fromto=_num(*shape.start, *shape.end))
+            ET.SubElement(elements[shape.body], "geom", **geom)
 
     for foot in robot.feet:
         ET.SubElement(elements[foot.body], "geom", name=foot.name, type="sphere", size=repr(float(foot.radius)),

@@ -23,10 +23,8 @@ from ..robot_state import BaseState, quat_rotate_inverse, yaw_quat
 from . import rewards as R
 from .commands import VelocityCommand
 from .env_cfg import VelocityEnvCfg
+from .observations import POLICY_TERMS, policy_observation
 
-#: Observation terms of the policy group, in order, with their sizes (Isaac Lab's flat ANYmal-D task).
-POLICY_TERMS = (("base_lin_vel", 3), ("base_ang_vel", 3), ("projected_gravity", 3), ("velocity_commands", 3),
-                ("joint_pos", 12), ("joint_vel", 12), ("actions", 12))
 #: Foot phase offsets of the trot reference by leg (diagonal pairs LF+RH and RF+LH).
 TROT_PHASE = {"LF": 0.0, "RH": 0.0, "RF": math.pi, "LH": math.pi}
 
@@ -57,11 +55,8 @@ class VelocityEnv(LocomotionEnv):
 
     # ---- observations ------------------------------------------------------------------------------------------
     def _observations(self) -> TensorDict:
-        base = self.base_state()
-        joint_pos = self.q[:, 7:][:, self.to_isaaclab] - self.default_joint_pos
-        joint_vel = self.u[:, 6:][:, self.to_isaaclab]
-        clean = torch.cat([base.lin_vel_b, base.ang_vel_b, base.projected_gravity_b,
-                           self.commands.command.to(self.dtype), joint_pos, joint_vel, self.actions], dim=1)
+        clean = policy_observation(self.q, self.u, self.params["body_com"][:, 0], self.commands.command,
+                                   self.actions, self.default_joint_pos, self.to_isaaclab)
         noise = self.cfg.observation_noise
         policy = clean
         if noise.enable:

@@ -1,0 +1,32 @@
+"""The velocity task's policy observation, as one function of the robot state: the definition every backend
+uses (the training env, our hard-contact replay, MuJoCo, Isaac Lab), so there is no second copy to drift.
+
+``policy_observation`` [N, 48], Isaac Lab's ``Isaac-Velocity-Flat-AnymalD`` order and units, no scaling or
+clipping: base linear velocity of the centre of mass in the base frame (m/s, 3), base angular velocity in the
+base frame (rad/s, 3), projected gravity (3), command (vx, vy m/s, wz rad/s) (3), joint positions minus default
+(rad, 12), joint velocities (rad/s, 12), last actions (12); joints in Isaac Lab's order.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..robot_state import BaseState
+
+#: Observation terms of the policy group, in order, with their sizes.
+POLICY_TERMS = (("base_lin_vel", 3), ("base_ang_vel", 3), ("projected_gravity", 3), ("velocity_commands", 3),
+                ("joint_pos", 12), ("joint_vel", 12), ("actions", 12))
+
+
+def policy_observation(q: torch.Tensor, u: torch.Tensor, base_com: torch.Tensor, command: torch.Tensor,
+                       last_action: torch.Tensor, default_joint_pos: torch.Tensor,
+                       to_isaaclab: torch.Tensor) -> torch.Tensor:
+    """The 48 observations (no noise) of states ``q`` [N, 7 + n], ``u`` [N, 6 + n] (simulator conventions and
+    joint order, see :mod:`..robot_state`), the base's centre of mass ``base_com`` [N, 3] (base frame, m),
+    ``command`` [N, 3], ``last_action`` [N, n] and ``default_joint_pos`` [n] (both Isaac Lab's joint order);
+    ``to_isaaclab`` [n]: ``x_isaaclab = x_sim[:, to_isaaclab]``."""
+    base = BaseState(q, u, base_com)
+    joint_pos = q[:, 7:][:, to_isaaclab] - default_joint_pos
+    joint_vel = u[:, 6:][:, to_isaaclab]
+    return torch.cat([base.lin_vel_b, base.ang_vel_b, base.projected_gravity_b, command.to(q.dtype), joint_pos,
+                      joint_vel, last_action.to(q.dtype)], dim=1)
