@@ -42,3 +42,22 @@ def export_policy_as_onnx(policy: nn.Module, path: str, filename: str = "policy.
         dynamic_axes={name: {0: "batch"} for name in (*onnx_model.input_names, *onnx_model.output_names)},
     )
     return save_path
+
+
+def check_exported_policy(policy: nn.Module, jit_path: str, onnx_path: str, obs: torch.Tensor) -> dict[str, float]:
+    """Max absolute difference between the torch policy's deterministic actions and those of the exported
+    TorchScript and ONNX (onnxruntime) files on observations ``obs`` [B, obs_dim] float32."""
+    import numpy as np
+    import onnxruntime as ort
+    from tensordict import TensorDict
+
+    with torch.no_grad():
+        groups = list(getattr(policy, "obs_groups", []))
+        if len(groups) != 1:
+            raise ValueError(f"the check feeds one observation group; this policy reads {groups}")
+        reference = policy(TensorDict({groups[0]: obs}, batch_size=[obs.shape[0]])).float()
+        jit = torch.jit.load(jit_path)(obs).float()
+    session = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+    name = session.get_inputs()[0].name
+    onnx = torch.as_tensor(session.run(None, {name: obs.numpy().astype(np.float32)})[0])
+    return {"jit": float((jit - reference).abs().max()), "onnx": float((onnx - reference).abs().max())}

@@ -43,12 +43,26 @@ def apply_overrides(cfg, overrides: dict[str, str], root: str = "cfg"):
         if not dataclasses.is_dataclass(owner) or name not in {f.name for f in dataclasses.fields(owner)}:
             fields = [f.name for f in dataclasses.fields(owner)] if dataclasses.is_dataclass(owner) else []
             raise ConfigOverrideError(f"unknown config key '{full}': {type(owner).__name__} has {fields}")
-        value = _convert(full, getattr(owner, name), _annotation(owner, name), yaml.safe_load(text))
+        value = _convert(full, getattr(owner, name), _annotation(owner, name), _parse(text))
         try:
             setattr(owner, name, value)
         except (ValueError, TypeError, AttributeError) as err:
             raise ConfigOverrideError(f"'{full}={text}': {err}") from err
     return cfg
+
+
+def _parse(text: str):
+    return yaml.safe_load(text)
+
+
+def _number(value):
+    """``value``, or the float of a string YAML 1.1 does not read as a number (``1e-3``, ``-2E5``)."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
 
 
 def _child(owner, part: str, where: str):
@@ -80,6 +94,7 @@ def _convert(key: str, current, annotation, value):
         args = [a for a in typing.get_args(annotation) if a is not type(None)] if annotation else []
         if args:
             for candidate in args:
+                value = _number(value) if candidate is float else value
                 if candidate is float and isinstance(value, (int, float)) and not isinstance(value, bool):
                     return float(value)
                 if isinstance(candidate, type) and isinstance(value, candidate):
@@ -100,6 +115,7 @@ def _convert(key: str, current, annotation, value):
             fail("an integer")
         return value
     if isinstance(current, float):
+        value = _number(value)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             fail("a number")
         return float(value)
