@@ -23,12 +23,19 @@ INSTALL_REQUIRES = [
     "gymnasium",
     "matplotlib",
     "tensorboard",
+    "pyyaml",
+    "onnx",
+    "onnxscript",
+    "onnxruntime",
+    "imageio",
+    "imageio-ffmpeg",
 ]
 
 EXTRAS_REQUIRE = {
     "test": ["pytest", "pytest-timeout", "hypothesis", "onnxruntime", "scipy"],
-    # Isaac Lab itself (kit-less Newton backend) for sim-to-sim validation; see README.
-    "isaaclab": ["isaaclab"],
+    # Isaac Lab 3.0 itself (kit-less Newton backend) for sim-to-sim validation; see README. Pinned: on Python
+    # 3.11 an unpinned "isaaclab" resolves to 2.3.2, which needs Isaac Sim (3.0 declares Python >= 3.12).
+    "isaaclab": ["isaaclab==3.0.0"],
 }
 
 setup(
@@ -43,6 +50,8 @@ setup(
     include_package_data=True,
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,
-    # The "isaaclab.tasks" entry point (diffloco = diffloco_ext.tasks) is added when the tasks package exists.
+    # Isaac Lab discovers external tasks through this group and imports the module on every `isaaclab` command
+    # (so diffloco_ext.tasks registers with string entry points only and stays light).
+    entry_points={"isaaclab.tasks": ["diffloco = diffloco_ext.tasks"]},
     zip_safe=False,
 )

@@ -1,0 +1,114 @@
+"""scripts/train.py, play.py and list_envs.py: configs with overrides, logs, resume, export, and clear errors."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import onnxruntime
+import pytest
+import torch
+import yaml
+
+from diffloco_ext.tasks import TASKS, registry
+from diffloco_ext.tasks.cfg_override import ConfigOverrideError, apply_overrides, parse_overrides
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+TASK = "DiffLoco-Velocity-Flat-AnymalD"
+
+
+def _script(name):
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_registration_through_gymnasium_and_the_isaaclab_entry_point():
+    import gymnasium as gym
+    from importlib.metadata import entry_points
+
+    for task_id in ("DiffLoco-Velocity-Flat-AnymalD", "DiffLoco-Velocity-Flat-AnymalC", "DiffLoco-Quadruped-Forward"):
+        kwargs = gym.spec(task_id).kwargs
+        assert {"env_cfg_entry_point", "rsl_rl_cfg_entry_point", "shac_cfg_entry_point"} <= set(kwargs)
+        for key in ("env_cfg_entry_point", "rsl_rl_cfg_entry_point", "shac_cfg_entry_point"):
+            registry.load_cfg(task_id, key)  # every entry point resolves
+    values = [e.value for e in entry_points(group="isaaclab.tasks") if e.name == "diffloco"]
+    assert values == ["diffloco_ext.tasks"]
+
+
+def test_the_tasks_module_is_light():
+    """Isaac Lab imports it on every command: string entry points only, no Warp or torch import."""
+    import subprocess
+    import sys
+
+    code = ("import sys, diffloco_ext.tasks; heavy = [m for m in ('warp', 'torch', 'mujoco') if m in sys.modules];"
+            "print(','.join(heavy))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "", f"importing diffloco_ext.tasks pulled in {out}"
+
+
+def test_overrides_are_typed_and_validated():
+    cfg = registry.load_cfg(TASK)
+    parsed = parse_overrides(["env.sim.contact.kappa=150", "env.num_envs=8", "env.randomization.friction=[0.5, 1.0]",
+                              "agent.algorithm.actor_learning_rate=1e-3", "env.sim.contact=hard"])
+    apply_overrides(cfg, {k: v for k, v in parsed["env"].items() if k != "sim.contact"})
+    assert cfg.sim.contact.kappa == 150.0 and cfg.num_envs == 8 and cfg.randomization.friction == (0.5, 1.0)
+    apply_overrides(cfg, {"sim.contact": "hard"})
+    assert cfg.sim.contact.mode == "hard"
+    agent = registry.load_agent_cfg(TASK, "shac")
+    apply_overrides(agent, parsed["agent"])
+    assert agent.algorithm.actor_learning_rate == 1e-3
+    for bad, match in (({"sim.contact.kapa": "1"}, "unknown config key"), ({"num_envs": "many"}, "expected an integer"),
+                       ({"num_envs": "2.5"}, "expected an integer"), ({"sim.dt": "-1"}, "finite number > 0"),
+                       ({"sim.contact.kappa": "0"}, "kappa"), ({"randomization.friction": "[1]"}, "list of 2"),
+                       ({"sim": "3"}, "fields of SimCfg"), ({"nothing.here": "1"}, "unknown config key")):
+        with pytest.raises(ConfigOverrideError, match=match):
+            apply_overrides(cfg, bad, "env")
+    with pytest.raises(ConfigOverrideError, match="of the form"):
+        parse_overrides(["sim.dt=0.01"])
+
+
+def test_cli_errors_are_clear(capsys, tmp_path):
+    train = _script("train")
+    for argv, match in ((["--task", "DiffLoco-Nope"], "unknown task"),
+                        (["--task", TASK, "env.sim.contact.kapa=3"], "unknown config key"),
+                        (["--task", TASK, "agent.max_iterations=ten"], "expected an integer")):
+        with pytest.raises(SystemExit):
+            train.main([*argv, "--log_root", str(tmp_path)])
+        assert match in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("algo", ["shac", "ppo"])
+def test_train_resume_play_export(tmp_path, algo):
+    train, play = _script("train"), _script("play")
+    common = ["--task", TASK, "--algo", algo, "--num_envs", "8", "--log_root", str(tmp_path), "agent.num_steps_per_env=4",
+              "agent.save_interval=1"]
+    run = train.main([*common, "--max_iterations", "2", "--run_name", "first"])
+    params = yaml.safe_load(open(os.path.join(run, "params", "env.yaml")))
+    assert params["num_envs"] == 8 and params["sim"]["substeps"] == 4
+    assert yaml.safe_load(open(os.path.join(run, "params", "agent.yaml")))["num_steps_per_env"] == 4
+    assert any(f.startswith("events.out.tfevents") for f in os.listdir(run))
+    resumed = train.main([*common, "--max_iterations", "1", "--resume", "--load_run", ".*first", "--run_name", "second"])
+    checkpoints = sorted(f for f in os.listdir(resumed) if f.startswith("model_"))
+    assert checkpoints, "the resumed run saved no checkpoint"
+    loaded = torch.load(os.path.join(resumed, checkpoints[-1]), weights_only=False)
+    # continued from the first run: SHAC counts completed iterations (2 + 1); rsl_rl's PPO stores the index of the
+    # last iteration and re-runs that index on resume (its own convention, as in Isaac Lab)
+    assert loaded["iter"] == {"shac": 3, "ppo": 1}[algo]
+    result = play.main(["--task", TASK, "--algo", algo, "--num_envs", "4", "--log_root", str(tmp_path), "--load_run",
+                        ".*second", "--checkpoint", "latest", "--steps", "5"])
+    exported = result["export_dir"]
+    jit = torch.jit.load(os.path.join(exported, "policy.pt"))
+    obs = torch.randn(3, 48)
+    assert jit(obs).shape == (3, 12)
+    session = onnxruntime.InferenceSession(os.path.join(exported, "policy.onnx"))
+    assert session.get_inputs()[0].shape[1] == 48 and session.run(None, {session.get_inputs()[0].name: obs.numpy()})[0].shape == (3, 12)
+    assert result["export_errors"]["jit"] < 1e-5 and result["export_errors"]["onnx"] < 1e-4
+
+
+def test_list_envs_prints_every_task(capsys):
+    _script("list_envs").main()
+    out = capsys.readouterr().out
+    assert all(task_id in out for task_id in TASKS)
