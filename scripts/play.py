@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from diffloco_ext.learning.cli import add_common_args, load_configs, resolve_checkpoint
-from diffloco_ext.learning.export import check_exported_policy
+from diffloco_ext.learning.export import check_exported_policy, export_policy_as_jit, export_policy_as_onnx
 from diffloco_ext.learning.runner import make_runner
 from diffloco_ext.tasks import registry
 from diffloco_ext.tasks.cfg_override import ConfigOverrideError
@@ -72,8 +72,8 @@ def main(argv: list[str] | None = None) -> dict:
     run_dir = os.path.dirname(path)
     if not args.no_export:
         export_dir = os.path.join(run_dir, "exported")
-        runner.export_policy_to_jit(export_dir, "policy.pt")
-        runner.export_policy_to_onnx(export_dir, "policy.onnx")
+        export_policy_as_jit(policy, export_dir, "policy.pt")  # both learners' MLPModel: batch axis dynamic
+        export_policy_as_onnx(policy, export_dir, "policy.onnx")
         sample = env.get_observations()["policy"][:64].float()
         errors = check_exported_policy(policy, os.path.join(export_dir, "policy.pt"),
                                        os.path.join(export_dir, "policy.onnx"), sample)
