@@ -1,19 +1,28 @@
-"""The README's main job, as far as the project goes today (locomotion tasks are not there yet).
+"""The README's main job: train ANYmal D velocity tracking with SHAC on the CPU, export, validate, show.
 
-1. Export the primary robot (ANYmal D) to MJCF.
-2. Drop-and-stand of ANYmal D under PD in our differentiable simulator with smoothed, hard and soft contact,
-   beside MuJoCo on the exported model (hard-contact reference): a table and a plot of base height over time.
-3. Train a SHAC policy on the 8-D point-mass toy task (the learner the locomotion tasks will use), save the
-   checkpoint, export it to TorchScript and ONNX, and check the exported policies against the torch policy.
+1. Train ``DiffLoco-Velocity-Flat-AnymalD`` with SHAC from scratch (smoothed contact) within a wall-clock budget
+   (``--train_minutes``; the iteration count is fitted to it after the first iterations). Logs and checkpoints
+   in ``logs/shac/anymal_d_flat/<timestamp>_main_job/``.
+2. Export the policy as deployed: ``exported/policy.pt`` (TorchScript) and ``exported/policy.onnx`` (observation
+   normaliser inside, ``[B, 48] -> [B, 12]``), checked against the torch policy.
+3. Validate the exported TorchScript policy closed-loop under hard contact, with random commands as in training,
+   no observation noise, nominal parameters: in the training simulator's hard mode and in MuJoCo (the MJCF of the
+   same description, the same drive model, the same observation code), ``--episodes`` episodes of 20 s each.
+4. Plots (``plots/``): learning curves, commanded vs measured velocity (paper A, Fig. 6 style) in both
+   validators, gait (joint trajectories, foot heights against the reference, contact pattern); a video.
 
-    python scripts/main_job.py [--out outputs/main_job] [--iterations 60]
+    .venv/bin/python scripts/main_job.py [--train_minutes 14] [--num_envs 128] [--episodes 100]
+
+Prints where everything is and the measured tracking errors and falls against the targets of the task issue.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
 import time
-from pathlib import Path
 
 import matplotlib
 
@@ -22,115 +31,230 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from diffloco_ext.assets import get_robot  # noqa: E402
-from diffloco_ext.assets.mjcf_exporter import to_mjcf  # noqa: E402
-from diffloco_ext.learning.config import SHACRunnerCfg  # noqa: E402
-from diffloco_ext.learning.evaluate import evaluate_return  # noqa: E402
+from diffloco_ext.learning.cli import new_run_dir  # noqa: E402
+from diffloco_ext.learning.export import check_exported_policy, export_policy_as_jit, export_policy_as_onnx  # noqa: E402
 from diffloco_ext.learning.runner import make_runner  # noqa: E402
-from diffloco_ext.learning.toy_envs import PointMassCfg, PointMassEnv  # noqa: E402
-from diffloco_ext.sim import Simulator, build_model  # noqa: E402
+from diffloco_ext.sim.config import SimCfg  # noqa: E402
 from diffloco_ext.sim.contact import ContactParams  # noqa: E402
-from diffloco_ext.validation import MujocoReplay  # noqa: E402
+from diffloco_ext.tasks import registry  # noqa: E402
+from diffloco_ext.tasks.cfg_override import apply_overrides, parse_overrides  # noqa: E402
+from diffloco_ext.validation.backends import MujocoBackend, SimBackend  # noqa: E402
+from diffloco_ext.validation.closed_loop import evaluate_velocity_tracking  # noqa: E402
 
-DT = 0.005
-SECONDS = 3.0
-
-
-def drop_and_stand(robot, mode: str) -> np.ndarray:
-    model = build_model(robot, 1, dtype="float32")
-    sim = Simulator(model, dt=DT, contact=ContactParams(mode=mode))
-    state, out, control = sim.state(model.default_q(base_height=robot.default_base_height + 0.05)), \
-        sim.empty_state(), sim.control()
-    heights = []
-    for _ in range(int(SECONDS / DT)):
-        data = sim.step(state, control, out)
-        state, out = out, state
-        if data.diverged.numpy().any():
-            raise RuntimeError(f"{mode} contact: the simulation diverged")
-        heights.append(state.q.numpy()[0, 2])
-    return np.array(heights)
+TASK = "DiffLoco-Velocity-Flat-AnymalD"
+TARGETS = {"hard": (0.25, 0.30), "mujoco": (0.30, 0.35)}  # (m/s, rad/s) of the task issue
 
 
-def mujoco_drop_and_stand(robot) -> np.ndarray:
-    replay = MujocoReplay(robot, dt=DT)
-    q0 = np.zeros(19)
-    q0[2], q0[3], q0[7:] = robot.default_base_height + 0.05, 1.0, robot.default_joint_positions()
-    replay.reset(q0)
-    heights = []
-    for _ in range(int(SECONDS / DT)):
-        replay.step(robot.default_joint_positions())
-        heights.append(replay.q[2])
-    return np.array(heights)
+def train(args) -> tuple[object, object, str, float]:
+    env_cfg = registry.load_cfg(TASK)
+    agent_cfg = registry.load_agent_cfg(TASK, "shac")
+    env_cfg.num_envs = args.num_envs
+    env_cfg.seed = agent_cfg.seed = args.seed
+    agent_cfg.run_name = "main_job"
+    agent_cfg.max_iterations = 10_000  # fitted to the time budget below
+    overrides = parse_overrides(args.overrides)
+    apply_overrides(env_cfg, overrides["env"], "env")
+    apply_overrides(agent_cfg, overrides["agent"], "agent")
+
+    class Args:  # the CLI's log layout: logs/shac/<experiment>/<timestamp>_main_job
+        algo, log_root = "shac", args.log_root
+
+    log_dir = new_run_dir(Args, agent_cfg, env_cfg)
+    print(f"[main_job] 1/4 training SHAC on {TASK}: {env_cfg.num_envs} envs, {args.train_minutes:.1f} min budget; "
+          f"logs in {log_dir}", flush=True)
+    env = registry.make_env(TASK, env_cfg)
+    runner = make_runner(env, agent_cfg, log_dir=log_dir)
+    start = time.time()
+    probe = 5
+    runner.learn(probe, init_at_random_ep_len=True)
+    per_iteration = (time.time() - start) / probe
+    total = max(probe + 1, int(args.train_minutes * 60 / per_iteration))
+    runner.alg.max_iterations = total  # the learning-rate schedule spans the whole budget
+    runner.cfg["max_iterations"] = total
+    print(f"[main_job] {per_iteration:.2f} s per iteration: {total} iterations in the budget", flush=True)
+    runner.learn(total - probe)
+    return runner, env, log_dir, time.time() - start
 
 
-def simulate(robot, out: Path) -> None:
-    print("== 2. drop-and-stand of ANYmal D (PD to the default pose), 3 s at dt = 5 ms")
-    curves = {}
-    for mode in ("smoothed", "hard", "soft"):
-        start = time.perf_counter()
-        curves[mode] = drop_and_stand(robot, mode)
-        print(f"   {mode:8s} contact: standing base height {curves[mode][-1]:.4f} m "
-              f"({time.perf_counter() - start:.1f} s)")
-    curves["MuJoCo"] = mujoco_drop_and_stand(robot)
-    print(f"   MuJoCo          : standing base height {curves['MuJoCo'][-1]:.4f} m")
-    t = np.arange(1, len(curves["hard"]) + 1) * DT
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for name, z in curves.items():
-        ax.plot(t, z, label=name, linestyle="--" if name == "MuJoCo" else "-")
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("base height (m)")
-    ax.set_title(f"{robot.name}: drop and stand under PD")
-    ax.legend()
+def learning_curves(log_dir: str, out: str) -> dict:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(log_dir)
+    acc.Reload()
+    tags = acc.Tags()["scalars"]
+    series = {t: np.array([(e.step, e.value) for e in acc.Scalars(t)]) for t in tags}
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    for ax, tag, label in ((axes[0], "Train/mean_reward", "mean episode return"),
+                           (axes[1], "Metrics/lin_vel_xy_error", "|v_xy* - v_xy| (m/s)"),
+                           (axes[2], "Metrics/ang_vel_z_error", "|w_z* - w_z| (rad/s)")):
+        if tag in series:
+            ax.plot(series[tag][:, 0], series[tag][:, 1])
+        ax.set_xlabel("iteration")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    fig.suptitle("SHAC on DiffLoco-Velocity-Flat-AnymalD (training sim, smoothed contact)")
     fig.tight_layout()
-    fig.savefig(out / "drop_and_stand.png", dpi=120)
-    print(f"   plot: {out / 'drop_and_stand.png'}")
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return {t: series[t][-1, 1] for t in ("Metrics/lin_vel_xy_error", "Metrics/ang_vel_z_error") if t in series}
 
 
-def train_toy(out: Path, iterations: int) -> None:
-    print(f"== 3. SHAC on the 8-D point mass ({iterations} iterations), checkpoint and export")
-    torch.manual_seed(0)
-    env = PointMassEnv(PointMassCfg(num_envs=16, dim=8))
-    cfg = SHACRunnerCfg(num_steps_per_env=32, max_iterations=iterations, save_interval=iterations,
-                        experiment_name="point_mass", seed=0)
-    runner = make_runner(env, cfg, log_dir=str(out / "shac_point_mass"), device="cpu")
-    def make_eval_env():
-        return PointMassEnv(PointMassCfg(num_envs=64, dim=8, seed=1234))
-
-    before = evaluate_return(make_eval_env, runner.get_inference_policy())
-    runner.learn(iterations)
-    after = evaluate_return(make_eval_env, runner.get_inference_policy())
-    print(f"   evaluation return: {before:.1f} before, {after:.1f} after training (solved: >= 90)")
-    export_dir = out / "shac_point_mass" / "exported"
-    jit_path = runner.export_policy_to_jit(str(export_dir))
-    onnx_path = runner.export_policy_to_onnx(str(export_dir))
-    with torch.no_grad():
-        obs = env.get_observations()["policy"][:4].detach()
-        torch_actions = runner.get_inference_policy()(env.get_observations())[:4]
-        jit_actions = torch.jit.load(jit_path)(obs)
-    import onnxruntime
-
-    session = onnxruntime.InferenceSession(onnx_path)
-    onnx_actions = session.run(None, {session.get_inputs()[0].name: obs.numpy()})[0]
-    print(f"   exported {jit_path} and {onnx_path}; max action difference to torch: "
-          f"JIT {float((jit_actions - torch_actions).abs().max()):.1e}, "
-          f"ONNX {float(np.abs(onnx_actions - torch_actions.detach().numpy()).max()):.1e}")
+def velocity_plot(results: dict, out: str, dt: float) -> None:
+    """Commanded vs measured base velocity over time (paper A, Fig. 6 style), one column per validator."""
+    fig, axes = plt.subplots(3, len(results), figsize=(6 * len(results), 8), sharex=True, squeeze=False)
+    for col, (name, stats) in enumerate(results.items()):
+        tr = stats.traces
+        t = tr["time"]
+        for row, (label, cmd, meas) in enumerate((("v_x (m/s)", tr["command"][:, 0, 0], tr["lin_vel_b"][:, 0, 0]),
+                                                 ("v_y (m/s)", tr["command"][:, 0, 1], tr["lin_vel_b"][:, 0, 1]),
+                                                 ("w_z (rad/s)", tr["command"][:, 0, 2], tr["ang_vel_b"][:, 0, 2]))):
+            ax = axes[row, col]
+            ax.plot(t, cmd, "k--", label="command")
+            ax.plot(t, meas, label="measured")
+            ax.set_ylabel(label)
+            ax.grid(alpha=0.3)
+            if row == 0:
+                ax.set_title(name)
+                ax.legend(loc="upper right")
+        axes[-1, col].set_xlabel("time (s)")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
 
 
-def main() -> None:
+def gait_plot(env, policy, out: str, seconds: float = 3.0) -> np.ndarray:
+    """Joint trajectories, foot heights against the sinusoidal reference, and the contact pattern of env 0
+    walking forward at 0.6 m/s in the training sim (hard contact). Returns the base states for the video."""
+    from diffloco_ext.tasks.velocity import rewards as R
+
+    env.cfg.commands.heading_command = False
+    env.reset()
+    env.commands.command[:] = torch.tensor([0.6, 0.0, 0.0])
+    env.commands.is_standing_env[:] = False
+    env.commands.time_left[:] = 1e9
+    steps = int(seconds / env.step_dt)
+    joints, heights, refs, contacts, qs = [], [], [], [], []
+    obs = env.get_observations()
+    with torch.inference_mode():
+        for t in range(steps):
+            obs, _, _, _ = env.step(policy(obs["policy"].float()).to(env.dtype))
+            step = env.last_output
+            joints.append(env.q[0, 7:][env.to_isaaclab].numpy())
+            heights.append((step.foot_pos[0, :, 2] - env.foot_radius - env.ground_height[0]).numpy())
+            time_s = env.episode_length_buf[:1].to(env.dtype) * env.step_dt
+            refs.append(R.foot_height_reference(time_s, env.foot_phase, env.cfg.foot_height_reference,
+                                                torch.tensor([True]))[0].numpy())
+            contacts.append((step.contact_state[0] > 0.5).numpy())
+            qs.append(env.q[0].double().numpy())
+    t = np.arange(1, steps + 1) * env.step_dt
+    joints, heights, refs, contacts = map(np.asarray, (joints, heights, refs, contacts))
+    fig, axes = plt.subplots(3, 1, figsize=(11, 10), sharex=True)
+    for j, name in enumerate(env.joint_names):
+        axes[0].plot(t, joints[:, j], lw=1, label=name)
+    axes[0].set_ylabel("joint angle (rad)")
+    axes[0].legend(ncol=6, fontsize=7)
+    for f, name in enumerate(env.foot_names):
+        line, = axes[1].plot(t, heights[:, f], label=name)
+        axes[1].plot(t, refs[:, f], "--", color=line.get_color(), lw=1)
+    axes[1].set_ylabel("foot height (m); dashed: reference")
+    axes[1].legend(ncol=4, fontsize=8)
+    for f, name in enumerate(env.foot_names):
+        on = contacts[:, f]
+        axes[2].fill_between(t, f - 0.4, f + 0.4, where=on, step="mid", color="C0")
+    axes[2].set_yticks(range(len(env.foot_names)), env.foot_names)
+    axes[2].set_xlabel("time (s)")
+    axes[2].set_title("contact pattern (stance shaded)")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    fig.suptitle("ANYmal D, SHAC policy, v_x* = 0.6 m/s, training simulator in hard contact")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return np.asarray(qs)
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path("outputs/main_job"))
-    parser.add_argument("--iterations", type=int, default=60)
-    args = parser.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
+    parser.add_argument("--train_minutes", type=float, default=14.0, help="wall-clock budget of the training")
+    parser.add_argument("--num_envs", type=int, default=128)
+    parser.add_argument("--episodes", type=int, default=100, help="validation episodes per validator")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--log_root", default="logs")
+    parser.add_argument("--no_video", action="store_true")
+    parser.add_argument("--strict", action="store_true", help="exit non-zero when a target is not met")
+    parser.add_argument("overrides", nargs="*", help="env.<field>=<value> agent.<field>=<value>")
+    args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    robot = get_robot("anymal_d")
-    print("== 1. export ANYmal D")
-    (args.out / "anymal_d.xml").write_text(to_mjcf(robot))
-    print(f"   {robot.total_mass:.2f} kg, {robot.num_joints} joints -> {args.out / 'anymal_d.xml'}")
-    simulate(robot, args.out)
-    train_toy(args.out, args.iterations)
-    print("done. Not there yet: locomotion tasks, SHAC/PPO training on them, Isaac Lab validation (see README).")
+    t0 = time.time()
+    runner, env, log_dir, train_s = train(args)
+    checkpoint = os.path.join(log_dir, f"model_{runner.current_learning_iteration}.pt")
+
+    print("[main_job] 2/4 exporting the policy", flush=True)
+    policy_torch = runner.get_inference_policy()
+    export_dir = os.path.join(log_dir, "exported")
+    jit_path = export_policy_as_jit(policy_torch, export_dir, "policy.pt")
+    onnx_path = export_policy_as_onnx(policy_torch, export_dir, "policy.onnx")
+    export_errors = check_exported_policy(policy_torch, jit_path, onnx_path,
+                                          env.get_observations()["policy"][:256].float().detach())
+    policy = torch.jit.load(jit_path)
+
+    print(f"[main_job] 3/4 validating {jit_path} closed-loop: {args.episodes} episodes of 20 s per validator", flush=True)
+    robot = env.robot
+    n = min(args.episodes, 100)
+    hard_cfg = SimCfg(dt=env.cfg.sim.dt, substeps=env.cfg.sim.substeps, contact=ContactParams("hard"))
+    model = hard_cfg.build_model(robot, n)
+    backends = {"diffloco hard contact": SimBackend(robot, n, hard_cfg),
+                "MuJoCo": MujocoBackend(robot, n, policy_dt=env.step_dt, steps_per_policy_step=8)}
+    results, timings = {}, {}
+    for name, backend in backends.items():
+        start = time.time()
+        results[name] = evaluate_velocity_tracking(
+            backend, policy, robot, model, episodes=args.episodes, commands=env.cfg.commands,
+            action_scale=env.cfg.actions.scale, base_height=env.cfg.reset.height, seed=args.seed + 1, record=True)
+        timings[name] = time.time() - start
+        s = results[name].summary()
+        print(f"[main_job]   {name:22s} v_xy err {s['lin_vel_xy_error']:.3f} m/s, w_z err {s['ang_vel_z_error']:.3f} "
+              f"rad/s, falls {s['falls']}/{s['episodes']} ({timings[name]:.0f} s)", flush=True)
+
+    print("[main_job] 4/4 plots and video", flush=True)
+    plots = os.path.join(log_dir, "plots")
+    os.makedirs(plots, exist_ok=True)
+    training_final = learning_curves(log_dir, os.path.join(plots, "learning_curves.png"))
+    velocity_plot(results, os.path.join(plots, "velocity_tracking.png"), env.step_dt)
+    env.cfg.sim.contact = ContactParams("hard")
+    env.sim.contact = "hard"
+    env.cfg.observation_noise.enable = False
+    env.cfg.randomization.enable = False
+    qs = gait_plot(env, policy, os.path.join(plots, "gait.png"))
+    video = None
+    if not args.no_video:
+        from diffloco_ext.validation.render import render_states, write_mp4
+
+        video = write_mp4(render_states(robot, qs), os.path.join(log_dir, "videos", "walk.mp4"), fps=1 / env.step_dt)
+
+    summary = {"task": TASK, "checkpoint": checkpoint, "iterations": runner.current_learning_iteration,
+               "train_seconds": train_s, "total_seconds": time.time() - t0, "exported": [jit_path, onnx_path],
+               "export_errors": export_errors, "training_final": training_final,
+               "validation": {k: v.summary() for k, v in results.items()}, "validation_seconds": timings,
+               "plots": sorted(os.path.join(plots, f) for f in os.listdir(plots)), "video": video}
+    with open(os.path.join(log_dir, "main_job_summary.json"), "w") as f:
+        json.dump(summary, f, indent=2)
+    print("\n[main_job] done in {:.1f} min".format(summary["total_seconds"] / 60))
+    print(f"  checkpoint: {checkpoint}")
+    print(f"  exported:   {jit_path}, {onnx_path} (max |exported - torch| {max(export_errors.values()):.1e})")
+    print(f"  plots:      {plots}/ (learning_curves, velocity_tracking, gait)")
+    print(f"  video:      {video}")
+    print(f"  summary:    {os.path.join(log_dir, 'main_job_summary.json')}")
+    ok = True
+    for (name, stats), key in zip(results.items(), ("hard", "mujoco")):
+        s, (lin_t, ang_t) = stats.summary(), TARGETS[key]
+        met = s["lin_vel_xy_error"] <= lin_t and s["ang_vel_z_error"] <= ang_t and s["falls"] == 0
+        ok &= met
+        print(f"  {name:22s} v_xy err {s['lin_vel_xy_error']:.3f} (target <= {lin_t}), w_z err "
+              f"{s['ang_vel_z_error']:.3f} (<= {ang_t}), falls {s['falls']}/{s['episodes']}: "
+              f"{'target met' if met else 'target NOT met'}")
+    return 0 if ok or not args.strict else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

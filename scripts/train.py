@@ -4,6 +4,7 @@
         --max_iterations 300 env.sim.contact.kappa=300 agent.algorithm.actor_learning_rate=1e-3
     .venv/bin/python scripts/train.py --task DiffLoco-Velocity-Flat-AnymalD --algo ppo --num_envs 256
     .venv/bin/python scripts/train.py --task ... --resume --load_run 2026-12-01_10-00-00 --checkpoint model_100.pt
+    .venv/bin/torchrun --nproc_per_node 2 scripts/train.py --task ...    # two data-parallel ranks (both cores)
 
 Logs go to ``logs/<algo>/<experiment>/<timestamp>[_<run>]/`` (``params/env.yaml``, ``params/agent.yaml``,
 ``model_<it>.pt``, TensorBoard); one progress line per iteration (reward, tracking errors, episode length,
@@ -13,6 +14,7 @@ env-steps/s, time left). Unknown task ids, unknown override keys and values of t
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -38,7 +40,9 @@ def main(argv: list[str] | None = None) -> str:
     except (KeyError, ConfigOverrideError) as err:
         parser.error(str(err.args[0] if isinstance(err, KeyError) else err))
     resume_path = resolve_checkpoint(args, agent_cfg) if args.resume else None
-    log_dir = new_run_dir(args, agent_cfg, env_cfg)
+    rank = int(os.environ.get("RANK", "0"))  # data-parallel ranks (torchrun): own envs and seed, rank 0 logs
+    env_cfg.seed += rank
+    log_dir = new_run_dir(args, agent_cfg, env_cfg) if rank == 0 else None
     print(f"[diffloco] task {args.task}, {args.algo}, {env_cfg.num_envs} envs, logs in {log_dir}", flush=True)
     env = registry.make_env(args.task, env_cfg)
     runner = make_runner(env, agent_cfg, log_dir=log_dir, device=agent_cfg.device)
