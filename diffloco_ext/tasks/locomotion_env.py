@@ -150,6 +150,10 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
             bad = diverged[:, None]
             self.q = torch.where(bad & ~torch.isfinite(self.q), torch.zeros_like(self.q), self.q)
             self.u = torch.where(bad & ~torch.isfinite(self.u), torch.zeros_like(self.u), self.u)
+        clip = getattr(self.cfg, "state_grad_clip", None)
+        if clip is not None and self.q.requires_grad and torch.is_grad_enabled():
+            self.q.register_hook(_row_norm_clip(clip))
+            self.u.register_hook(_row_norm_clip(clip))
         self.episode_length_buf = self.episode_length_buf + 1
         self.contact_state = out.contact_state
         reward, terms = self._rewards(out, before)
@@ -277,3 +281,15 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
 
     def _load_task_state(self, state: dict) -> None:
         pass
+
+
+def _row_norm_clip(max_norm: float):
+    """A gradient hook scaling each env's row of a state gradient down to ``max_norm`` (the backward pass through
+    one policy step of an env that is about to diverge or that meets a stiff contact event can be many orders of
+    magnitude above the others; clipped per env and per step, it cannot swamp the batch's gradient)."""
+
+    def hook(grad: torch.Tensor) -> torch.Tensor:
+        norm = torch.linalg.norm(grad, dim=1, keepdim=True)
+        return grad * torch.clamp(max_norm / (norm + 1e-12), max=1.0)
+
+    return hook

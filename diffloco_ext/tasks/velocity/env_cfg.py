@@ -167,7 +167,12 @@ class VelocityEnvCfg:
     randomization: RandomizationCfg = field(default_factory=RandomizationCfg)
     reset: ResetCfg = field(default_factory=ResetCfg)
     terminations: TerminationsCfg = field(default_factory=TerminationsCfg)
-    privileged_critic: bool = True  # an observation group "critic_privileged": contact states, friction, mass, ...
+    privileged_critic: bool = True  # an observation group "critic": clean policy terms + contact states, friction, ...
+    state_grad_clip: float | None = 10.0
+    """Per env and policy step, the gradient w.r.t. the simulator state (q, u) is scaled down to this norm in the
+    backward pass (None: off). A few envs' gradients explode through stiff contact events or near divergence
+    (1e10-1e13 seen in 32-step horizons); clipped per env, they cannot swamp the batch's gradient. Forward
+    values are untouched."""
 
     @property
     def policy_dt(self) -> float:
