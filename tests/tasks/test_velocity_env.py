@@ -218,4 +218,4 @@ def test_state_gradient_clip_bounds_each_envs_gradient():
         a = [torch.full((2, 12), 0.1, dtype=torch.float64, requires_grad=True) for _ in range(3)]
         total = sum(env.step(x)[1].sum() for x in a)
         grads[clip] = torch.autograd.grad(total, a[0])[0]
-    assert grads[None].norm() > 10 * grads[1e-3].norm() > 0
+    assert grads[None].norm() > 3 * grads[1e-3].norm() > 0  # what remains: the actions' direct effect on their own step
