@@ -1,4 +1,7 @@
-"""Stage: foot-ground contact — candidates, contact Jacobian, Delassus matrix, impulses (three modes).
+"""Foot-ground contact: the contact model's settings (:class:`ContactParams`), the contact geometry stage
+(candidates, signed gaps, contact frames, Jacobian rows) and the contact force output. The model the stages
+implement is described here once; its parts live in their own stage modules: the Delassus matrix and the
+impulses' velocity change in :mod:`.delassus`, the projected Gauss-Seidel solve in :mod:`.gauss_seidel`.
 
 One solver, three modes chosen per simulation (``ContactParams.mode``), sharing the geometry, the Jacobian and
 the velocity update ``u_E = u_A + H^-1 (dt h + J^T P)``:

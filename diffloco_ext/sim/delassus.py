@@ -201,7 +201,7 @@ def impulse_response(H: wp.array, L: wp.array, dof_parent: wp.array, foot_path_s
     """Velocity change ``du = H^-1 J^T P`` [N, nv, 1] of contact impulses ``P`` [N, C, 1], reusing ``W`` from
     :func:`delassus`, and the velocity after the impulses ``u_out = u_free + du`` [N, nv]. Backward
     (``b_bar = H^-1 u_out_bar``): ``u_free_bar += u_out_bar``, ``P_bar += J b_bar``, ``J_bar += P b_bar^T``,
-    ``H_bar -= b_bar du^T`` folded onto the lower triangle."""
+    ``H_bar -= b_bar du^T`` as one row-vector update per row of ``H`` (dense rank-one, see :mod:`.cholesky`)."""
     forward, adjoint = delassus_kernels(H.dtype, H.shape[1])[1:]
     N = J.shape[0]
     wp.launch(forward, dim=N, inputs=[L, dof_parent, foot_path_start, foot_path, W, P, u_free, du, u_out],

@@ -5,8 +5,8 @@ inertias about the base origin in world orientation (:mod:`.spatial`). Joint arm
 gradient) is added to the diagonal. The result equals MuJoCo's ``mj_fullM`` for the same model (free-joint convention of
 :mod:`.model`).
 
-Every array slot is written once per step (no read-modify-write in a differentiated kernel); subtree sums
-use atomic adds into slots that the same kernel never reads.
+The composite inertias are summed over each body's subtree in one pass, children into parents (bodies are
+numbered parents first), and the reverse pass runs the same tree the other way (hand-written, no atomics).
 """
 
 
