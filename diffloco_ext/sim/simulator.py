@@ -25,7 +25,7 @@ fresh array kept for the backward pass (values only: gradient arrays are attache
 steps, when the tape reverses the step); without one, buffers are reused.
 """
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 import warp as wp
@@ -44,91 +44,10 @@ from .foot_kinematics import foot_kinematics
 from .kinematics import body_velocities, forward_kinematics
 from .mass_matrix import mass_matrix
 from .model import Model
-from .scratch import scratch_array
 from .state import Control, State
+from .step_data import StepData
 from .terrain import terrain_inputs
 from .warp_setup import warp_types
-
-
-#: Intermediates that kernels only add into or write in part: they must start at zero (see ``zero_accumulators``).
-#: Every other intermediate is written in full by its stage, so it is allocated without clearing.
-ACCUMULATORS = ("H", "J", "W")
-
-
-#: Intermediates that only hand-written adjoints read, as values: they need no gradient array (nothing is
-#: zeroed or kept for them on a tape).
-VALUES_ONLY = ("L", "body_acc_ang", "body_acc_lin", "body_force_ang", "body_force_lin", "subtree_force_ang",
-               "subtree_force_lin", "composite_m", "composite_h", "composite_J", "W", "history", "residual", "target", "weight", "du_contact",
-               "implicit_damping")
-
-#: Integer intermediates (flags and branch codes): never a gradient.
-FLAGS = ("diverged", "drive_branch", "invalid_control")
-
-
-def _alloc(model: Model, shapes: dict, requires_grad: bool) -> dict:
-    def make(name, shape, dtype):
-        factory = wp.zeros if name in ACCUMULATORS else wp.empty
-        return factory(shape, dtype=dtype, device=model.device,
-                       requires_grad=requires_grad and name not in VALUES_ONLY)
-
-    return {name: make(name, shape, dtype) for name, (shape, dtype) in shapes.items()}
-
-
-@dataclass
-class KinematicsData:
-    """Forward kinematics and body velocities of one state (see :mod:`.kinematics`)."""
-
-    body_rot: wp.array
-    body_pos: wp.array
-    dof_ang: wp.array
-    dof_lin: wp.array
-    body_vel_ang: wp.array
-    body_vel_lin: wp.array
-
-    @staticmethod
-    def shapes(model: Model) -> dict:
-        t = warp_types(model.dtype)
-        N, B, nv = model.num_envs, model.num_bodies, model.nv
-        return {"body_rot": ((N, B), t.mat33), "body_pos": ((N, B), t.vec3), "dof_ang": ((N, nv), t.vec3),
-                "dof_lin": ((N, nv), t.vec3), "body_vel_ang": ((N, B), t.vec3), "body_vel_lin": ((N, B), t.vec3)}
-
-    @classmethod
-    def allocate(cls, model: Model, requires_grad: bool):
-        return cls(**_alloc(model, cls.shapes(model), requires_grad))
-
-
-@dataclass
-class ContactData:
-    """Contact intermediates of one step (shapes: F feet, C = 3F contact rows)."""
-
-    gap: wp.array  # [N, F] signed gap (m)
-    frame: wp.array  # [N, F, 3] vec3: normal, tangent 1, tangent 2
-    J: wp.array  # [N, C, nv]
-    u_free: wp.array  # [N, nv] velocity after the step without contact impulses
-    c: wp.array  # [N, C, 1] contact-point velocity without impulses (m/s)
-    W: wp.array  # [N, nv, F] vec3 = L^-T J^T (path-sparse, a foot's three rows in one vec3)
-    G: wp.array  # [N, C, C] Delassus matrix
-    weight: wp.array  # [N, F] smoothing weight / contact state
-    target: wp.array  # [N, F] vec3 free contact velocity with penetration stabilisation (m/s)
-    history: wp.array  # [N, iterations + 1, F] vec3 PGS iterates
-    residual: wp.array  # [N, iterations, F] vec3 PGS residuals (written when taped)
-    impulse: wp.array  # [N, C, 1] applied impulses in the contact frames (N s)
-    du_contact: wp.array  # [N, nv, 1]
-    force: wp.array  # [N, F] vec3 mean contact force over the step, world frame (N)
-
-    @classmethod
-    def allocate(cls, model: Model, params: ContactParams, requires_grad: bool):
-        t = warp_types(model.dtype)
-        N, F, nv, s = model.num_envs, model.num_feet, model.nv, model.dtype
-        C = 3 * F
-        shapes = {
-            "gap": ((N, F), s), "frame": ((N, F, 3), t.vec3), "J": ((N, C, nv), s),
-            "u_free": ((N, nv), s), "c": ((N, C, 1), s), "W": ((N, nv, F), t.vec3), "G": ((N, C, C), s),
-            "weight": ((N, F), s), "target": ((N, F), t.vec3), "history": ((N, params.iterations + 1, F), t.vec3),
-            "residual": ((N, params.iterations, F), t.vec3),
-            "impulse": ((N, C, 1), s), "du_contact": ((N, nv, 1), s), "force": ((N, F), t.vec3),
-        }
-        return cls(**_alloc(model, shapes, requires_grad))
 
 
 @dataclass
@@ -148,98 +67,6 @@ class PolicyStepData:
     contact_force: wp.array | None
     joint_torque: wp.array
     diverged: wp.array
-
-
-@dataclass
-class StepData:
-    """Intermediate results of one step (shapes in the stage modules). Kept per step for backward passes."""
-
-    q_mid: wp.array
-    kin: KinematicsData
-    inertia_m: wp.array
-    inertia_h: wp.array
-    inertia_J: wp.array
-    composite_m: wp.array
-    composite_h: wp.array
-    composite_J: wp.array
-    H: wp.array
-    L: wp.array
-    body_acc_ang: wp.array
-    body_acc_lin: wp.array
-    body_force_ang: wp.array
-    body_force_lin: wp.array
-    subtree_force_ang: wp.array
-    subtree_force_lin: wp.array
-    bias: wp.array
-    drive_branch: wp.array  # [N, n] int32: envelope piece of each drive over the step (``actuators`` codes)
-    tau_start: wp.array  # [N, n] drive torque of the chosen piece at the start velocity (N m)
-    implicit_damping: wp.array  # [N, n] slope b of the speed line taken implicitly, 0 off it (N m s/rad)
-    invalid_control: wp.array  # [N] int32: non-finite joint target or feed-forward torque
-    rhs: wp.array
-    du: wp.array
-    u_new: wp.array
-    tau: wp.array  # [N, n] drive torque applied during the step, tau_A - b (u_E - u_A) (N m)
-    q_new: wp.array
-    diverged: wp.array
-    contact: ContactData | None = None
-    body_gap: wp.array | None = None  # [N, K] collision-body gaps at the end-of-step state (m), values only
-
-    @staticmethod
-    def allocate(model: Model, requires_grad: bool, contact: ContactParams | None = None) -> "StepData":
-        t = warp_types(model.dtype)
-        N, B, n, nv, s = model.num_envs, model.num_bodies, model.num_joints, model.nv, model.dtype
-        shapes = {
-            "q_mid": ((N, model.nq), s),
-            "inertia_m": ((N, B), s), "inertia_h": ((N, B), t.vec3), "inertia_J": ((N, B), t.mat33),
-            "composite_m": ((N, B), s), "composite_h": ((N, B), t.vec3), "composite_J": ((N, B), t.mat33),
-            "H": ((N, nv, nv), s), "L": ((N, nv, nv), s),
-            "body_acc_ang": ((N, B), t.vec3), "body_acc_lin": ((N, B), t.vec3),
-            "body_force_ang": ((N, B), t.vec3), "body_force_lin": ((N, B), t.vec3),
-            "subtree_force_ang": ((N, B), t.vec3), "subtree_force_lin": ((N, B), t.vec3),
-            "bias": ((N, nv), s), "tau_start": ((N, n), s), "implicit_damping": ((N, n), s), "rhs": ((N, nv, 1), s), "du": ((N, nv, 1), s),
-            "u_new": ((N, nv), s), "tau": ((N, n), s), "q_new": ((N, model.nq), s),
-        }
-        arrays = _alloc(model, shapes, requires_grad)
-        arrays["diverged"] = wp.zeros(N, dtype=wp.int32, device=model.device)
-        arrays["invalid_control"] = wp.zeros(N, dtype=wp.int32, device=model.device)
-        arrays["drive_branch"] = wp.zeros((N, n), dtype=wp.int32, device=model.device)
-        with_contact = contact is not None and contact.mode != "none" and model.num_feet > 0
-        return StepData(kin=KinematicsData.allocate(model, requires_grad),
-                        contact=ContactData.allocate(model, contact, requires_grad) if with_contact else None,
-                        **arrays)
-
-    def zero_accumulators(self) -> None:
-        for group in (self, self.contact):
-            if group is None:
-                continue
-            for name in ACCUMULATORS:
-                if hasattr(group, name):
-                    getattr(group, name).zero_()
-
-    def attach_gradients(self) -> None:
-        """Give every intermediate that a gradient flows through, and that has none yet, a zeroed gradient array
-        (``VALUES_ONLY`` ones excepted; an output whose gradient the caller seeds gets its own beforehand). The arrays are shared by all steps (:mod:`.scratch`): a taped step keeps only its values, and
-        the reverse pass of each step, which calls this first, reuses the same gradient memory."""
-        for group in (self, self.kin, self.contact):
-            if group is None:
-                continue
-            for f in fields(group):
-                value = getattr(group, f.name)
-                if (isinstance(value, wp.array) and value.grad is None and f.name not in VALUES_ONLY
-                        and f.name not in FLAGS):
-                    value.grad = scratch_array(f"step_gradient.{f.name}", value.shape, value.dtype, value.device)
-
-    def nbytes(self) -> int:
-        """Bytes held by the step's arrays and their gradient arrays."""
-        total = 0
-        for group in (self, self.kin, self.contact):
-            if group is None:
-                continue
-            for f in fields(group):
-                value = getattr(group, f.name)
-                if isinstance(value, wp.array):
-                    total += value.capacity + (value.grad.capacity if value.grad is not None else 0)
-        return total
 
 
 def _positive(name: str, value) -> float:
