@@ -109,6 +109,8 @@ class VelocityEnv(LocomotionEnv):
             "undesired_contact": (c.undesired_contact, R.penetration(gaps[:, self._undesired_bodies])),
             "joint_pos_limits": (c.joint_pos_limits, R.joint_pos_limits(self.q[:, 7:], self.soft_lower,
                                                                          self.soft_upper)),
+            "base_height": (c.base_height, torch.square(self.q[:, 2] - self.ground_height - c.base_height_target)),
+            "alive": (c.alive, torch.ones_like(zero)),
         }
         self.foot_height = self.foot_height.detach()
         weighted = {k: w * v * self.step_dt for k, (w, v) in terms.items()}

@@ -91,7 +91,11 @@ class RewardsCfg:
       count of thigh contacts above 1 N, which has no gradient);
     * ``joint_pos_limits`` -10: the simulator models no joint limits (Isaac Lab's PhysX does), so leaving the
       range is penalised (rad outside the soft limits, 95 % of the range as Isaac Lab's ``soft_joint_pos_limit_factor``);
-    * ``termination`` -1 x (1 / policy step): a fall costs as much as 1 s of full tracking reward.
+    * ``termination`` -1 x (1 / policy step): a fall costs as much as 1 s of full tracking reward;
+    * ``base_height`` (off by default): ``-(h - target)^2``, a differentiable stand-in for the termination, whose
+      penalty no gradient sees (SHAC's first-order gradient only sees what is differentiable);
+    * ``alive`` (off by default): a constant per step survived, so that the critic values survival above a
+      fall whatever the sign of the other terms (DiffRL's Ant gets the same from its height reward).
     """
 
     track_lin_vel_xy: float = 1.0
@@ -109,6 +113,9 @@ class RewardsCfg:
     joint_pos_limits: float = -10.0
     soft_joint_pos_limit_factor: float = 0.95
     termination: float = -50.0
+    base_height: float = 0.0
+    alive: float = 0.0
+    base_height_target: float = 0.55  # m above the ground (ANYmal D stands at 0.545 m in the default pose)
 
 
 @dataclass
