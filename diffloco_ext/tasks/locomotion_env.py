@@ -138,6 +138,10 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
             raise ValueError(f"actions must be a tensor of shape {(N, self.num_actions)}, got "
                              f"{tuple(getattr(actions, 'shape', ()))}")
         actions = actions.to(device=self.device, dtype=self.dtype)
+        action_clip = getattr(self.cfg, "action_grad_clip", None)
+        if action_clip is not None and actions.requires_grad and torch.is_grad_enabled():
+            actions = actions.view_as(actions)  # a node of our own to hook, the caller's tensor untouched
+            actions.register_hook(_row_norm_clip(action_clip))
         if self.cfg.actions.clip is not None:
             actions = actions.clamp(-self.cfg.actions.clip, self.cfg.actions.clip)
         self.previous_actions, self.actions = self.actions, actions

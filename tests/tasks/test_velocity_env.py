@@ -165,7 +165,7 @@ def test_env_step_gradients_match_finite_differences_through_a_reset():
     gradient flows through the heading feedback, on purpose: the policy must not learn to move its command), so
     a heading-controlled command would make the finite differences see a dependence the gradient rightly lacks."""
     env = make_env(num_envs=3, heading=False)
-    env.cfg.state_grad_clip = None  # the exact gradient (the clip is checked below)
+    env.cfg.state_grad_clip = env.cfg.action_grad_clip = None  # the exact gradient (the clips are checked below)
     env.episode_length_buf[0] = env.max_episode_length - 2
     state = env.state_dict()
     rng = np.random.default_rng(0)
@@ -215,6 +215,7 @@ def test_state_gradient_clip_bounds_each_envs_gradient():
     for clip in (None, 1e-3):
         env = make_env(num_envs=2, heading=False)
         env.cfg.state_grad_clip = clip
+        env.cfg.action_grad_clip = None
         a = [torch.full((2, 12), 0.1, dtype=torch.float64, requires_grad=True) for _ in range(3)]
         total = sum(env.step(x)[1].sum() for x in a)
         grads[clip] = torch.autograd.grad(total, a[0])[0]

@@ -41,6 +41,7 @@ class QuadrupedForwardEnvCfg:
     reset_noise: float = 0.05  # joint angles +- (rad) and base velocities +- (m/s, rad/s)
     joint_vel_obs_scale: float = 0.1  # DiffRL Ant's scaling of joint velocities in the observation
     state_grad_clip: float | None = 10.0  # per-env, per-step state-gradient clip (see VelocityEnvCfg)
+    action_grad_clip: float | None = 10.0  # per-env, per-step action-gradient clip (see VelocityEnvCfg)
     sim: SimCfg = field(default_factory=lambda: SimCfg(dt=0.005, substeps=4, contact=ContactParams("smoothed")))
     actions: QuadrupedActionsCfg = field(default_factory=QuadrupedActionsCfg)
     rewards: QuadrupedRewardsCfg = field(default_factory=QuadrupedRewardsCfg)
