@@ -19,8 +19,10 @@ Prints where everything is and the measured tracking errors and falls against th
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -31,7 +33,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from diffloco_ext.learning.cli import new_run_dir  # noqa: E402
+from diffloco_ext.learning.checkpoint import get_checkpoint_path  # noqa: E402
 from diffloco_ext.learning.export import check_exported_policy, export_policy_as_jit, export_policy_as_onnx  # noqa: E402
 from diffloco_ext.learning.runner import make_runner  # noqa: E402
 from diffloco_ext.sim.config import SimCfg  # noqa: E402
@@ -42,38 +44,50 @@ from diffloco_ext.validation.backends import MujocoBackend, SimBackend  # noqa: 
 from diffloco_ext.validation.closed_loop import evaluate_velocity_tracking  # noqa: E402
 
 TASK = "DiffLoco-Velocity-Flat-AnymalD"
+SCRIPTS = os.path.dirname(os.path.abspath(__file__))
 TARGETS = {"hard": (0.25, 0.30), "mujoco": (0.30, 0.35)}  # (m/s, rad/s) of the task issue
 
 
 def train(args) -> tuple[object, object, str, float]:
+    """Train with scripts/train.py (in this process for one rank, through torchrun for more), then load the last
+    checkpoint into a runner of this process. Returns ``(runner, env, log_dir, seconds)``."""
+    argv = ["--task", TASK, "--algo", "shac", "--num_envs", str(args.num_envs), "--seed", str(args.seed),
+            "--max_minutes", str(args.train_minutes), "--run_name", "main_job", "--log_root", args.log_root,
+            *args.overrides]
+    print(f"[main_job] 1/4 training SHAC on {TASK}: {args.ranks} rank(s) x {args.num_envs} envs, "
+          f"{args.train_minutes:.1f} min budget", flush=True)
+    start = time.time()
+    if args.ranks > 1:
+        torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
+        subprocess.run([torchrun, f"--nproc_per_node={args.ranks}", "--master_port", str(29500 + os.getpid() % 400),
+                        os.path.join(SCRIPTS, "train.py"), *argv], check=True)
+        log_dir = latest_run(args.log_root)
+    else:
+        log_dir = _script("train").main(argv)
+    seconds = time.time() - start
     env_cfg = registry.load_cfg(TASK)
-    agent_cfg = registry.load_agent_cfg(TASK, "shac")
     env_cfg.num_envs = args.num_envs
-    env_cfg.seed = agent_cfg.seed = args.seed
-    agent_cfg.run_name = "main_job"
-    agent_cfg.max_iterations = 10_000  # fitted to the time budget below
+    agent_cfg = registry.load_agent_cfg(TASK, "shac")
     overrides = parse_overrides(args.overrides)
     apply_overrides(env_cfg, overrides["env"], "env")
     apply_overrides(agent_cfg, overrides["agent"], "agent")
-
-    class Args:  # the CLI's log layout: logs/shac/<experiment>/<timestamp>_main_job
-        algo, log_root = "shac", args.log_root
-
-    log_dir = new_run_dir(Args, agent_cfg, env_cfg)
-    print(f"[main_job] 1/4 training SHAC on {TASK}: {env_cfg.num_envs} envs, {args.train_minutes:.1f} min budget; "
-          f"logs in {log_dir}", flush=True)
     env = registry.make_env(TASK, env_cfg)
-    runner = make_runner(env, agent_cfg, log_dir=log_dir)
-    start = time.time()
-    probe = 5
-    runner.learn(probe, init_at_random_ep_len=True)
-    per_iteration = (time.time() - start) / probe
-    total = max(probe + 1, int(args.train_minutes * 60 / per_iteration))
-    runner.alg.max_iterations = total  # the learning-rate schedule spans the whole budget
-    runner.cfg["max_iterations"] = total
-    print(f"[main_job] {per_iteration:.2f} s per iteration: {total} iterations in the budget", flush=True)
-    runner.learn(total - probe)
-    return runner, env, log_dir, time.time() - start
+    runner = make_runner(env, agent_cfg, log_dir=None)
+    runner.load(get_checkpoint_path(os.path.dirname(log_dir), os.path.basename(log_dir), r"model_\d+\.pt"))
+    return runner, env, log_dir, seconds
+
+
+def latest_run(log_root: str) -> str:
+    root = os.path.join(log_root, "shac", "anymal_d_flat")
+    runs = sorted(d for d in os.listdir(root) if d.endswith("_main_job"))
+    return os.path.abspath(os.path.join(root, runs[-1]))
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(SCRIPTS, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def learning_curves(log_dir: str, out: str) -> dict:
@@ -176,7 +190,8 @@ def gait_plot(env, policy, out: str, seconds: float = 3.0) -> np.ndarray:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--train_minutes", type=float, default=14.0, help="wall-clock budget of the training")
-    parser.add_argument("--num_envs", type=int, default=128)
+    parser.add_argument("--num_envs", type=int, default=128, help="envs per rank")
+    parser.add_argument("--ranks", type=int, default=2, help="data-parallel training processes (one per core)")
     parser.add_argument("--episodes", type=int, default=100, help="validation episodes per validator")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--log_root", default="logs")
@@ -187,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     t0 = time.time()
     runner, env, log_dir, train_s = train(args)
-    checkpoint = os.path.join(log_dir, f"model_{runner.current_learning_iteration}.pt")
+    checkpoint = get_checkpoint_path(os.path.dirname(log_dir), os.path.basename(log_dir), r"model_\d+\.pt")
 
     print("[main_job] 2/4 exporting the policy", flush=True)
     policy_torch = runner.get_inference_policy()

@@ -20,7 +20,7 @@ import time
 
 import torch
 
-from diffloco_ext.learning.cli import add_common_args, load_configs, new_run_dir, resolve_checkpoint
+from diffloco_ext.learning.cli import add_common_args, learn_within_budget, load_configs, new_run_dir, resolve_checkpoint
 from diffloco_ext.learning.runner import make_runner
 from diffloco_ext.tasks import registry
 from diffloco_ext.tasks.cfg_override import ConfigOverrideError
@@ -33,6 +33,8 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--resume", action="store_true", help="continue from a checkpoint (--load_run/--checkpoint)")
     parser.add_argument("--logger", default=None, choices=["tensorboard", "wandb", "neptune"])
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (Warp runs on one core)")
+    parser.add_argument("--max_minutes", type=float, default=None,
+                        help="train for this wall-clock budget instead of --max_iterations (count fitted after 5)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     try:
@@ -50,8 +52,12 @@ def main(argv: list[str] | None = None) -> str:
         print(f"[diffloco] resuming from {resume_path}", flush=True)
         runner.load(resume_path)
     start = time.time()
-    runner.learn(num_learning_iterations=agent_cfg.max_iterations, init_at_random_ep_len=True)
-    print(f"[diffloco] trained {agent_cfg.max_iterations} iterations in {time.time() - start:.0f} s; "
+    if args.max_minutes is not None:
+        iterations = learn_within_budget(runner, args.max_minutes)
+    else:
+        iterations = agent_cfg.max_iterations
+        runner.learn(num_learning_iterations=iterations, init_at_random_ep_len=True)
+    print(f"[diffloco] trained {iterations} iterations in {time.time() - start:.0f} s; "
           f"checkpoints in {log_dir}", flush=True)
     return log_dir
 

@@ -84,3 +84,25 @@ def resolve_checkpoint(args, agent_cfg, checkpoint: str | None = None) -> str:
         return os.path.abspath(checkpoint)
     pattern = "model_.*.pt" if checkpoint in (None, "", "latest") else checkpoint
     return get_checkpoint_path(experiment_dir(args, agent_cfg), agent_cfg.load_run, pattern)
+
+
+def learn_within_budget(runner, minutes: float, probe_iterations: int = 5, init_at_random_ep_len: bool = True) -> int:
+    """Train for about ``minutes`` of wall-clock: ``probe_iterations`` first, then as many more as the measured
+    iteration time fits, with the learning-rate schedule stretched over the whole run. Data-parallel ranks agree
+    on the count (the slowest rank's time). Returns the number of iterations run."""
+    import time
+
+    import torch
+
+    start = time.time()
+    runner.learn(probe_iterations, init_at_random_ep_len=init_at_random_ep_len)
+    per_iteration = torch.tensor([(time.time() - start) / probe_iterations])
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.all_reduce(per_iteration, op=torch.distributed.ReduceOp.MAX)
+    total = max(probe_iterations + 1, int(minutes * 60.0 / float(per_iteration)))
+    if hasattr(runner.alg, "max_iterations"):
+        runner.alg.max_iterations = total  # SHAC's schedule spans the whole budget
+    runner.cfg["max_iterations"] = total
+    print(f"[diffloco] {float(per_iteration):.2f} s per iteration: {total} iterations in {minutes:g} min", flush=True)
+    runner.learn(total - probe_iterations)
+    return total
