@@ -292,7 +292,9 @@ def _row_norm_clip(max_norm: float):
     one policy step of an env that is about to diverge or that meets a stiff contact event can be many orders of
     magnitude above the others; clipped per env and per step, it cannot swamp the batch's gradient)."""
 
-    def hook(grad: torch.Tensor) -> torch.Tensor:
+    def hook(grad: torch.Tensor | None) -> torch.Tensor | None:
+        if grad is None:  # nothing downstream depends on this tensor
+            return None
         norm = torch.linalg.norm(grad, dim=1, keepdim=True)
         return grad * torch.clamp(max_norm / (norm + 1e-12), max=1.0)
 
