@@ -112,3 +112,28 @@ def test_list_envs_prints_every_task(capsys):
     _script("list_envs").main()
     out = capsys.readouterr().out
     assert all(task_id in out for task_id in TASKS)
+
+
+def _flatten(d, prefix=""):
+    for k, v in d.items():
+        if isinstance(v, dict) and k not in ("obs_groups",):
+            yield from _flatten(v, f"{prefix}{k}.")
+        else:
+            yield f"{prefix}{k}", v
+
+
+def test_config_round_trip_through_yaml(tmp_path):
+    """params/env.yaml written from a changed config, read back and applied to a fresh config, gives the same."""
+    from diffloco_ext.tasks.cfg_override import dump_yaml, to_dict
+
+    cfg = registry.load_cfg(TASK)
+    apply_overrides(cfg, {"sim.contact": "hard", "sim.contact.iterations": "6", "num_envs": "12",
+                          "randomization.friction": "[0.3, 0.9]", "commands.heading_command": "false"})
+    dump_yaml(cfg, str(tmp_path / "env.yaml"))
+    loaded = yaml.safe_load(open(tmp_path / "env.yaml"))
+    fresh = registry.load_cfg(TASK)
+    overrides = {k: yaml.safe_dump(v, default_flow_style=True).strip() for k, v in _flatten(loaded)
+                 if k != "sim.contact.mode"}
+    apply_overrides(fresh, {"sim.contact": loaded["sim"]["contact"]["mode"]})
+    apply_overrides(fresh, overrides)
+    assert to_dict(fresh) == to_dict(cfg)
