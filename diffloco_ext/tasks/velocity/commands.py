@@ -27,6 +27,7 @@ class VelocityCommand:
         self.is_heading_env = torch.zeros(num_envs, dtype=torch.bool, device=device)
         self.is_standing_env = torch.zeros(num_envs, dtype=torch.bool, device=device)
         self.time_left = torch.zeros(num_envs, device=device)
+        self.steps = 0  # policy steps so far (the curriculum's clock)
 
     def _uniform(self, low: float, high: float, n: int) -> torch.Tensor:
         return low + (high - low) * torch.rand(n, generator=self.generator, device=self.device)
@@ -35,8 +36,12 @@ class VelocityCommand:
         """New commands for the envs in ``env_mask`` [N] bool (values drawn for all envs, kept where masked, so
         the random stream does not depend on how many envs resample)."""
         c, n = self.cfg, self.num_envs
-        fresh = torch.stack((self._uniform(*c.lin_vel_x, n), self._uniform(*c.lin_vel_y, n),
-                             self._uniform(*c.ang_vel_z, n)), dim=-1)
+        scale = self.range_scale
+
+        def ranged(r):
+            return self._uniform(r[0] * scale, r[1] * scale, n)
+
+        fresh = torch.stack((ranged(c.lin_vel_x), ranged(c.lin_vel_y), ranged(c.ang_vel_z)), dim=-1)
         heading = self._uniform(*c.heading, n)
         heading_env = torch.rand(n, generator=self.generator, device=self.device) < c.rel_heading_envs
         standing = torch.rand(n, generator=self.generator, device=self.device) < c.rel_standing_envs
@@ -47,23 +52,36 @@ class VelocityCommand:
         self.is_standing_env = torch.where(m, standing, self.is_standing_env)
         self.time_left = torch.where(m, torch.full_like(self.time_left, c.resampling_time), self.time_left)
 
+    @property
+    def range_scale(self) -> float:
+        """Factor on the command ranges now (the curriculum; 1 when it is off or done)."""
+        c = self.cfg
+        if c.curriculum_steps <= 0 or c.curriculum_initial_scale >= 1.0:
+            return 1.0
+        progress = min(1.0, self.steps / c.curriculum_steps)
+        return c.curriculum_initial_scale + (1.0 - c.curriculum_initial_scale) * progress
+
     def update(self, dt: float, heading: torch.Tensor) -> None:
         """Advance the timers by ``dt`` (s), resample the expired commands, apply heading control at the current
         base ``heading`` [N] (rad), zero the standing envs."""
+        self.steps += 1
         self.time_left = self.time_left - dt
         expired = self.time_left <= 0.0
         if bool(expired.any()):
             self.resample(expired)
         c = self.cfg
         if c.heading_command:
-            wz = (c.heading_control_stiffness * wrap_to_pi(self.heading_target - heading.detach())).clamp(*c.ang_vel_z)
+            limit = tuple(v * self.range_scale for v in c.ang_vel_z)
+            wz = (c.heading_control_stiffness * wrap_to_pi(self.heading_target - heading.detach())).clamp(*limit)
             self.command[:, 2] = torch.where(self.is_heading_env, wz, self.command[:, 2])
         self.command = torch.where(self.is_standing_env[:, None], torch.zeros_like(self.command), self.command)
 
     def state_dict(self) -> dict:
-        return {k: getattr(self, k).clone() for k in
-                ("command", "heading_target", "is_heading_env", "is_standing_env", "time_left")}
+        state = {k: getattr(self, k).clone() for k in
+                 ("command", "heading_target", "is_heading_env", "is_standing_env", "time_left")}
+        state["steps"] = self.steps
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         for k, v in state.items():
-            setattr(self, k, v.clone().to(self.device))
+            setattr(self, k, v if k == "steps" else v.clone().to(self.device))

@@ -42,6 +42,10 @@ class CommandsCfg:
     rel_heading_envs: float = 1.0
     rel_standing_envs: float = 0.02
     resampling_time: float = 10.0  # s
+    curriculum_initial_scale: float = 1.0
+    """Command curriculum: the ranges start scaled by this (1: off) and widen linearly to the full ranges over
+    ``curriculum_steps`` policy steps of each env (training time, not episode time)."""
+    curriculum_steps: int = 0
 
 
 @dataclass
