@@ -80,7 +80,7 @@ class FootHeightReferenceCfg:
 
     period: float = 0.6  # s, one gait cycle
     height: float = 0.08  # m, apex of the swing
-    std: float = 0.05  # m
+    std: float = 0.15  # m (0.05 made the kernel flat where feet stay down: no gradient towards stepping)
     standing_threshold: float = 0.1  # |command| (m/s, rad/s) below which the reference stays at 0
 
 
@@ -90,16 +90,18 @@ class RewardsCfg:
 
     Tracking and regularisers are Isaac Lab's flat ANYmal-D values, so returns compare; the rest:
 
-    * ``foot_height_reference`` 0.5: takes the place of feet-air-time (0.5 in Isaac Lab's flat task);
+    * ``foot_height_reference`` 1.0 (std 0.15 m): takes the place of feet-air-time (0.5 in Isaac Lab's flat
+      task); with SHAC it is what makes the robot step (the foot-reference reward reached 0.7 of 1.0);
     * ``undesired_contact`` -1.0 per metre of thigh/shank penetration x 100 (a smooth stand-in for Isaac Lab's
       count of thigh contacts above 1 N, which has no gradient);
     * ``joint_pos_limits`` -10: the simulator models no joint limits (Isaac Lab's PhysX does), so leaving the
       range is penalised (rad outside the soft limits, 95 % of the range as Isaac Lab's ``soft_joint_pos_limit_factor``);
     * ``termination`` -1 x (1 / policy step): a fall costs as much as 1 s of full tracking reward;
-    * ``base_height`` (off by default): ``-(h - target)^2``, a differentiable stand-in for the termination, whose
-      penalty no gradient sees (SHAC's first-order gradient only sees what is differentiable);
-    * ``alive`` (off by default): a constant per step survived, so that the critic values survival above a
-      fall whatever the sign of the other terms (DiffRL's Ant gets the same from its height reward).
+    * ``base_height`` -50: ``-(h - target)^2``, a differentiable stand-in for the termination, whose penalty no
+      gradient sees (SHAC's first-order gradient only sees what is differentiable);
+    * ``alive`` 1.0: a constant per step survived, so that the critic values survival above a fall whatever the
+      sign of the other terms (DiffRL's Ant gets the same from its height reward). With both, SHAC runs went from
+      falling within 1-4 s to surviving whole episodes.
     """
 
     track_lin_vel_xy: float = 1.0
@@ -112,13 +114,13 @@ class RewardsCfg:
     joint_torques: float = -2.5e-5
     joint_acc: float = -2.5e-7
     action_rate: float = -0.01
-    foot_height_reference: float = 0.5
+    foot_height_reference: float = 1.0
     undesired_contact: float = -1.0
     joint_pos_limits: float = -10.0
     soft_joint_pos_limit_factor: float = 0.95
     termination: float = -50.0
-    base_height: float = 0.0
-    alive: float = 0.0
+    base_height: float = -50.0
+    alive: float = 1.0
     base_height_target: float = 0.55  # m above the ground (ANYmal D stands at 0.545 m in the default pose)
 
 
