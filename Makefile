@@ -20,7 +20,7 @@ $(STAMP):
 	touch $(STAMP)
 
 train: setup
-	# Locomotion training lands with the tasks; until then the main job runs what exists (see README).
+	# The main job (README): SHAC on DiffLoco-Velocity-Flat-AnymalD, export, validation in hard contact and MuJoCo.
 	$(PY) scripts/main_job.py $(ARGS)
 
 test: setup
