@@ -83,28 +83,7 @@ def rollout_env_steps_per_s(sim: Simulator, steps: int, backward: bool) -> float
     """A ``steps``-step rollout through the torch bridge (next state and foot positions every step, as tasks use
     them), then ``backward`` of a loss on them if asked; without it the same rollout runs under ``no_grad``
     (the bridge then records no tape). Best of 3 after a warm-up round (which compiles the adjoint kernels)."""
-    bridge = TorchSimulator(sim)
-    model = sim.model
-    q0 = torch.tensor(model.default_q(), device=bridge.device)
-    u0 = torch.zeros((model.num_envs, model.nv), dtype=bridge.dtype, device=bridge.device)
-    target = torch.tensor(np.tile(model.default_joint_pos, (model.num_envs, 1)), device=bridge.device,
-                          requires_grad=True)
-    best = float("inf")
-    for round_index in range(4):
-        start = time.perf_counter()
-        with torch.set_grad_enabled(backward):
-            q, u = q0, u0
-            loss = 0.0
-            for _ in range(steps):
-                q, u, foot_pos = bridge.step(q, u, target)[:3]
-                loss = loss + q[:, 2].sum() + foot_pos[..., 2].sum()
-            if backward:
-                loss.backward()
-        wp.synchronize()
-        elapsed = time.perf_counter() - start
-        if round_index > 0:
-            best = min(best, elapsed)
-    return model.num_envs * steps / best
+    return sim.model.num_envs / policy_step_seconds(sim, 1, True, backward, policy_steps=steps, repeats=3)
 
 
 def policy_step_seconds(sim: Simulator, substeps: int, decimated: bool, backward: bool, policy_steps: int = 8,
