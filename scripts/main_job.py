@@ -44,12 +44,16 @@ from diffloco_ext.validation.backends import MujocoBackend, SimBackend  # noqa: 
 from diffloco_ext.validation.closed_loop import evaluate_velocity_tracking  # noqa: E402
 
 TASK = "DiffLoco-Velocity-Flat-AnymalD"
-#: The main job's training settings on top of the registered task (the user's overrides come after and win):
-#: no observation noise for SHAC (the noise enters the policy's input and, like the action noise, swamps the
-#: first-order gradient at this batch size), commands widened from 30 % of their ranges over the first 12k policy
-#: steps. Validation always runs without noise and with the full command ranges.
+#: The main job's training settings on top of the registered task (the user's overrides come after and win),
+#: from this session's runs (docs/tasks.md): no observation noise for SHAC (the noise enters the policy's input
+#: and, like the action noise, swamps the first-order gradient at this batch size); narrower randomisation and no
+#: pushes (with the full ranges low-noise SHAC runs kept falling); commands widened from 30 % of their ranges over
+#: the first 16k policy steps. Validation always runs without noise, at nominal parameters, on the full ranges.
 TRAINING_OVERRIDES = ["env.observation_noise.enable=false", "env.commands.curriculum_initial_scale=0.3",
-                      "env.commands.curriculum_steps=12000"]
+                      "env.commands.curriculum_steps=16000", "env.randomization.friction=[0.7, 1.2]",
+                      "env.randomization.push_velocity_xy=0.0", "env.randomization.base_mass_scale=[0.9, 1.1]",
+                      "env.randomization.base_com_xy=0.02", "env.randomization.stiffness_scale=[0.95, 1.05]",
+                      "env.randomization.damping_scale=[0.95, 1.05]"]
 SCRIPTS = os.path.dirname(os.path.abspath(__file__))
 TARGETS = {"hard": (0.25, 0.30), "mujoco": (0.30, 0.35)}  # (m/s, rad/s) of the task issue
 
