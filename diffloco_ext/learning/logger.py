@@ -52,8 +52,9 @@ class TrainingLogger(Logger):
         it, start_it, total_it = values["it"], values["start_it"], values["total_it"]
         iteration_time = values["collect_time"] + values["learn_time"]
         fps = self.cfg["num_steps_per_env"] * self.num_envs * self.gpu_world_size / max(iteration_time, 1e-9)
-        done = it + 1 - start_it
-        eta = datetime.timedelta(seconds=int(self.tot_time / done * (total_it - start_it - done)))
+        recent = getattr(self, "_recent_iteration_times", [])[-9:] + [iteration_time]
+        self._recent_iteration_times = recent  # ETA from the last ten iterations (a resumed or chunked run too)
+        eta = datetime.timedelta(seconds=int(sum(recent) / len(recent) * (total_it - it - 1)))
         reward = f"{statistics.mean(self.rewbuffer):7.2f}" if self.rewbuffer else "      -"
         length = f"{statistics.mean(self.lenbuffer):5.0f}" if self.lenbuffer else "    -"
         parts = [f"it {it + 1:4d}/{total_it}", f"reward {reward}"]
