@@ -49,7 +49,7 @@ class TrainingLogger(Logger):
         ang = _mean_extra(self.ep_extras, "Metrics/ang_vel_z_error")
         with contextlib.redirect_stdout(io.StringIO()):
             super().log(*args, **kwargs)
-        it, start_it, total_it = values["it"], values["start_it"], values["total_it"]
+        it, total_it = values["it"], values["total_it"]
         iteration_time = values["collect_time"] + values["learn_time"]
         fps = self.cfg["num_steps_per_env"] * self.num_envs * self.gpu_world_size / max(iteration_time, 1e-9)
         recent = getattr(self, "_recent_iteration_times", [])[-9:] + [iteration_time]
