@@ -77,10 +77,12 @@ class _Group:
                 yield f, value
 
     def zero_accumulators(self) -> None:
-        """Zero the fields declared ``zero`` (before a reused buffer's next step)."""
-        for f, value in self._arrays():
-            if f.metadata["zero"]:
-                value.zero_()
+        """Zero the fields declared ``zero`` (before a reused buffer's next step; the list is found once)."""
+        zero = self.__dict__.get("_zero_arrays")
+        if zero is None:
+            zero = self.__dict__["_zero_arrays"] = [v for f, v in self._arrays() if f.metadata["zero"]]
+        for value in zero:
+            value.zero_()
 
     def attach_gradients(self) -> None:
         """Give every intermediate a gradient flows through, and that has none yet, a zeroed gradient array from
