@@ -30,13 +30,13 @@ def setup():
 
 
 def scalar_loss(bridge, q, u, targets, weights, steps):
-    """Weighted sum of the step outputs over the rollout: q, u, foot positions and velocities, and the contact
-    forces when a fifth weight is given."""
+    """Weighted sum of the step outputs over the rollout: q, u, foot positions and velocities, the contact
+    forces when a fifth weight is given, the joint torques when a sixth is."""
     total = 0.0
     for _ in range(steps):
         out = bridge.step(q, u, targets)
         q, u = out.q, out.u
-        for value, w in zip((out.q, out.u, out.foot_pos, out.foot_vel, out.contact_force), weights):
+        for value, w in zip((out.q, out.u, out.foot_pos, out.foot_vel, out.contact_force, out.joint_torque), weights):
             total = total + (value * w).sum()
     return total
 

@@ -215,8 +215,9 @@ def test_decimated_gradient_matches_finite_differences(robot, standing, wrt):
     bridge.sim.substeps = 4
     q, u, target = _inputs(robot, standing, seed=1)
     rng = np.random.default_rng(7)
-    weights = [torch.tensor(rng.normal(size=s)) for s in ((N, 19), (N, 18), (N, 4, 3), (N, 4, 3), (N, 4, 3))]
-    weights[4] *= 1e-3
+    weights = [torch.tensor(rng.normal(size=s)) for s in ((N, 19), (N, 18), (N, 4, 3), (N, 4, 3), (N, 4, 3), (N, 12))]
+    weights[4] *= 1e-3  # the mean contact force (N) and the mean joint torque (N m) of the policy step in the loss too
+    weights[5] *= 1e-2
     tensor = {"q0": q, "joint_target": target}.get(wrt, bridge.parameters().get(wrt))
     check_gradient(bridge, (q, u, target), wrt, tensor, weights, 3, rng)
 
