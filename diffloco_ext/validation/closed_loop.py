@@ -1,7 +1,9 @@
 """Closed-loop evaluation of a velocity-tracking policy on a validation backend, with the task's own conventions:
 the observation function of the task (:func:`~diffloco_ext.tasks.velocity.observations.policy_observation`), its
 joint order and action scale, its command generator (random commands as in training, heading mode included),
-its reset distribution's nominal pose, no observation noise and nominal parameters.
+its reset distribution's nominal pose, no observation noise and nominal parameters. The command ranges are the
+full ones: a training curriculum in ``commands`` (``curriculum_initial_scale`` < 1) is switched off here, since a
+fresh command generator would otherwise start at the curriculum's narrow initial ranges.
 
 The policy is called as deployed: ``actions = policy(obs)`` with ``obs`` [N, 48] float32 (a TorchScript file
 exported by ``scripts/play.py`` or the runner's inference policy), ``actions`` [N, 12].
@@ -13,7 +15,7 @@ the ground, or the base below ``fall_height``); a fallen robot's episode ends th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -61,9 +63,10 @@ def evaluate_velocity_tracking(backend, policy, robot, model, *, episodes: int, 
     base_com = torch.tensor(np.asarray(model.body_com.numpy()[:N, 0], dtype=np.float64))
     generator = torch.Generator().manual_seed(seed)
     base_index = [i for i, n in enumerate(model.collision.body_names) if n == "base"] if model.collision else []
+    commands = validation_commands(commands or CommandsCfg())
     lin, ang, fell, length, traces = [], [], [], [], {}
     for batch in range(int(np.ceil(episodes / N))):
-        cmd = VelocityCommand(commands or CommandsCfg(), N, torch.device("cpu"), generator)
+        cmd = VelocityCommand(commands, N, torch.device("cpu"), generator)
         q = torch.tensor(model.default_q(base_height=base_height)[:N], dtype=torch.float64)
         q[:, 3:7] = yaw_quat((torch.rand(N, generator=generator, dtype=torch.float64) * 2 - 1) * np.pi)
         u = torch.zeros(N, model.nv, dtype=torch.float64)
@@ -112,6 +115,11 @@ def evaluate_velocity_tracking(backend, policy, robot, model, *, episodes: int, 
             traces = {k: np.asarray(v) for k, v in rec.items()}
     return EpisodeStats(np.concatenate(lin), np.concatenate(ang), np.concatenate(fell), np.concatenate(length),
                         traces)
+
+
+def validation_commands(commands: CommandsCfg) -> CommandsCfg:
+    """``commands`` with any training curriculum switched off (validation samples the full ranges)."""
+    return replace(commands, curriculum_initial_scale=1.0, curriculum_steps=0)
 
 
 def _warp_q(model, q: torch.Tensor):
