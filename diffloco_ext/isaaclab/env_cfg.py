@@ -47,6 +47,7 @@ from isaaclab.utils.noise import UniformNoiseCfg as Unoise
 from isaaclab_newton.physics import MJWarpSolverCfg, NewtonCfg, NewtonShapeCfg
 from isaaclab_ov.physics import OvPhysxCfg
 from isaaclab_physx.physics import PhysxCfg
+from isaaclab_physx.sim.spawners.materials import PhysxRigidBodyMaterialCfg
 from isaaclab_tasks.utils import PresetCfg
 
 from diffloco_ext.assets import get_robot
@@ -75,10 +76,11 @@ class VelocityPhysicsCfg(PresetCfg):
     default = newton_mjwarp
 
 
-def ground_material(friction: float) -> sim_utils.RigidBodyMaterialCfg:
-    """The ground's physics material: ``friction`` static and dynamic, combined with the robot's by ``max``."""
-    return sim_utils.RigidBodyMaterialCfg(static_friction=friction, dynamic_friction=friction, restitution=0.0,
-                                          friction_combine_mode="max", restitution_combine_mode="max")
+def ground_material(friction: float) -> PhysxRigidBodyMaterialCfg:
+    """The ground's physics material: ``friction`` static and dynamic, combined with the robot's by ``max`` (the
+    combine mode is PhysX's; Newton's MuJoCo-Warp always takes the larger of the two)."""
+    return PhysxRigidBodyMaterialCfg(static_friction=friction, dynamic_friction=friction, restitution=0.0,
+                                     friction_combine_mode="max", restitution_combine_mode="max")
 
 
 @configclass

@@ -147,6 +147,11 @@ class IsaacLabBackend:
         entity = {"body_names": body_names} if body_names is not None else {"joint_names": joint_names}
         asset_cfg = SceneEntityCfg("robot", **entity)
         asset_cfg.resolve(self.env.scene)
+        art = self.articulation
+        if joint_names is not None and list(asset_cfg.joint_ids) == list(range(art.num_joints)):
+            asset_cfg.joint_ids = slice(None)  # all joints, as the event manager passes them
+        if body_names is not None and list(asset_cfg.body_ids) == list(range(art.num_bodies)):
+            asset_cfg.body_ids = slice(None)
         cfg = EventTermCfg(func=getattr(mdp, name), mode="reset", params={"asset_cfg": asset_cfg, **params})
         term = cfg.func(cfg, self.env)
         return term, cfg.params
