@@ -34,7 +34,7 @@ def test_registration_module_is_light():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_isaac_ids_point_at_isaac_lab_and_resolve(user_env, tmp_path):
+def test_isaac_ids_point_at_isaac_lab_and_resolve(tmp_path, monkeypatch):
     from diffloco_ext.isaaclab import tasks
     from diffloco_ext.tasks.registry import resolve_entry_point
 
@@ -45,9 +45,7 @@ def test_isaac_ids_point_at_isaac_lab_and_resolve(user_env, tmp_path):
         for key in ("env_cfg_entry_point", "rsl_rl_cfg_entry_point", "rsl_rl_shac_cfg_entry_point"):
             assert isinstance(spec.kwargs[key], str) and ":" in spec.kwargs[key]
     # the configs themselves (USD files written into a temporary folder)
-    import os
-
-    os.environ["DIFFLOCO_USD_DIR"] = str(tmp_path)
+    monkeypatch.setenv("DIFFLOCO_USD_DIR", str(tmp_path))
     env_cfg = resolve_entry_point(gym.spec(ISAAC[0]).kwargs["env_cfg_entry_point"])()
     agent_cfg = resolve_entry_point(gym.spec(ISAAC[0]).kwargs["rsl_rl_cfg_entry_point"])()
     assert env_cfg.decimation == 4 and env_cfg.sim.dt == pytest.approx(0.005)
