@@ -208,6 +208,21 @@ class SHACRunner:
         self.logger.git_status_repos.append(repo_file_path)
 
 
+class PPORunner(OnPolicyRunner):
+    """rsl_rl's ``OnPolicyRunner``, whose data-parallel set-up also runs on CPUs: rsl_rl's own requires
+    ``cuda:<LOCAL_RANK>`` and NCCL; here the process group comes from
+    :func:`~diffloco_ext.learning.distributed.configure_distributed` (gloo on CPU, NCCL on CUDA, the same checks
+    otherwise), so ``torchrun --nproc_per_node 2 scripts/train.py --algo ppo`` uses both cores of a CPU machine."""
+
+    def _configure_multi_gpu(self) -> None:
+        multi = configure_distributed(self.device)
+        self.cfg["multi_gpu"] = multi
+        self.is_distributed = multi is not None
+        self.gpu_world_size = multi["world_size"] if multi else 1
+        self.gpu_local_rank = multi["local_rank"] if multi else 0
+        self.gpu_global_rank = multi["global_rank"] if multi else 0
+
+
 def make_runner(env, train_cfg, log_dir: str | None = None, device: str | None = None):
     """Build the runner selected by ``algorithm.class_name``: :class:`SHACRunner` for SHAC, else rsl_rl's
     ``OnPolicyRunner`` (PPO). ``train_cfg`` is a config dataclass (``SHACRunnerCfg``/``PPORunnerCfg``) or its dict;
@@ -216,7 +231,7 @@ def make_runner(env, train_cfg, log_dir: str | None = None, device: str | None =
     device = device or cfg.get("device", "cpu")
     if resolve_algorithm(cfg["algorithm"]["class_name"]) is SHAC:
         return SHACRunner(env, cfg, log_dir, device)
-    runner = OnPolicyRunner(env, cfg, log_dir, device)
+    runner = PPORunner(env, cfg, log_dir, device)
     runner.logger.__class__ = TrainingLogger  # same state, adds the one-line progress (cfg["progress"])
     return runner
 

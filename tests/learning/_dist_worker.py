@@ -1,4 +1,5 @@
-"""Worker for the 2-process test (run by torchrun): trains SHAC on its own envs, writes its parameters."""
+"""Worker for the 2-process tests (run by torchrun): trains SHAC (or rsl_rl's PPO) on its own envs, writes its
+parameters."""
 
 import contextlib
 import io
@@ -8,12 +9,30 @@ import sys
 import torch
 
 from diffloco_ext.learning import SHACRunnerCfg, make_runner
+from diffloco_ext.learning.config import PPORunnerCfg
 from diffloco_ext.learning.evaluate import evaluate_return
 from diffloco_ext.learning.toy_envs import PointMassCfg, PointMassEnv
 
 
 def _flat(models):
     return torch.cat([t.detach().flatten().float() for m in models for t in m.state_dict().values()])
+
+
+def ppo(out_dir: str, iterations: int) -> None:
+    """rsl_rl's PPO, two CPU ranks: the parameters after training (ranks must agree)."""
+    torch.set_num_threads(1)
+    rank = int(os.environ["RANK"])
+    torch.manual_seed(100 + rank)
+    env = PointMassEnv(PointMassCfg(num_envs=16, seed=rank, dim=4))
+    cfg = PPORunnerCfg(num_steps_per_env=8, max_iterations=iterations)
+    with contextlib.redirect_stdout(io.StringIO()):
+        runner = make_runner(env, cfg, log_dir=None, device="cpu")
+        before = _flat([runner.alg.actor, runner.alg.critic])
+        runner.learn(iterations)
+    torch.save({"world_size": torch.distributed.get_world_size(), "backend": torch.distributed.get_backend(),
+                "before": before, "after": _flat([runner.alg.actor, runner.alg.critic])},
+               os.path.join(out_dir, f"rank{rank}.pt"))
+    torch.distributed.destroy_process_group()
 
 
 def main(out_dir: str, iterations: int) -> None:
@@ -45,4 +64,4 @@ def main(out_dir: str, iterations: int) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]))
+    (ppo if len(sys.argv) > 3 and sys.argv[3] == "ppo" else main)(sys.argv[1], int(sys.argv[2]))
