@@ -131,7 +131,7 @@ def roll_pitch(quat: torch.Tensor) -> torch.Tensor:
 class _Group:
     """The envs of one (scenario, seed) in a batch: their generator, commands and push timers."""
 
-    def __init__(self, scenario: Scenario, seed: int, envs: list[int]):
+    def __init__(self, scenario: Scenario, seed: int, envs: list[int], task_commands):
         self.scenario = scenario
         self.envs = torch.as_tensor(envs, dtype=torch.long)
         self.gen = _generator(scenario.name, seed)
@@ -140,7 +140,7 @@ class _Group:
                     else torch.full((n,), scenario.initial_yaw, dtype=torch.float64))
         self.commands = None
         if scenario.schedule is None:
-            self.commands = VelocityCommand(scenario.random_commands, n, torch.device("cpu"), self.gen)
+            self.commands = VelocityCommand(scenario.commands_cfg(task_commands), n, torch.device("cpu"), self.gen)
             self.commands.resample(torch.ones(n, dtype=torch.bool))
         self.next_push = None
         if scenario.push is not None:
@@ -176,7 +176,8 @@ def run_batch(backend, policy, task: TaskInterface, kinematics: RobotKinematics,
     groups: dict[tuple[str, int], list[int]] = {}
     for e, spec in enumerate(batch):
         groups.setdefault(spec.key, []).append(e)
-    groups = {key: _Group(batch[envs[0]].scenario, key[1], envs) for key, envs in groups.items()}
+    groups = {key: _Group(batch[envs[0]].scenario, key[1], envs, task.env_cfg.commands)
+              for key, envs in groups.items()}
     delay = torch.tensor([s.scenario.observation_delay_steps for s in batch] + [0] * (N - B), dtype=torch.long)
     kp = torch.as_tensor(act.stiffness * params.stiffness_scale)[:, None]
     kd = torch.as_tensor(act.damping * params.damping_scale)[:, None]

@@ -95,7 +95,7 @@ class Scenario:
     seeds: list[int]
     duration_s: float
     schedule: np.ndarray | None  # [K, 4] (hold s, vx, vy, wz) or None for random commands
-    random_commands: CommandsCfg | None
+    random_commands: dict | None  # overrides of the task's CommandsCfg (random commands), or None (schedule)
     initial_yaw: float | None  # None: random
     parameters: dict[str, list[float]]  # PARAMETER_KEYS -> values cycled over the episodes
     push: Push | None
@@ -108,6 +108,12 @@ class Scenario:
         ends = np.cumsum(self.schedule[:, 0])
         k = min(int(np.searchsorted(ends, t, side="right")), len(ends) - 1)
         return self.schedule[k, 1:]
+
+    def commands_cfg(self, task_commands: CommandsCfg) -> CommandsCfg:
+        """The random-command generator's config: the task's with this scenario's overrides and any training
+        curriculum off (validation samples the full ranges)."""
+        return dataclasses.replace(task_commands, curriculum_initial_scale=1.0, curriculum_steps=0,
+                                   **(self.random_commands or {}))
 
     def parameter(self, name: str, episode: int) -> float:
         values = self.parameters[name]
@@ -344,7 +350,7 @@ def _pair(value, where: str, positive: bool = False) -> tuple[float, float]:
 
 def _commands(value, where: str):
     if value is None:
-        return None, CommandsCfg(curriculum_initial_scale=1.0, curriculum_steps=0)
+        return None, {}
     if not isinstance(value, dict) or len(value) != 1 or next(iter(value)) not in ("schedule", "random"):
         raise ScenarioConfigError(f"{where}: must be {{schedule: [[hold_s, vx, vy, wz], ...]}} or "
                                   f"{{random: {{CommandsCfg overrides}}}}, got {value!r}")
@@ -362,11 +368,12 @@ def _commands(value, where: str):
     body = body or {}
     if not isinstance(body, dict):
         raise ScenarioConfigError(f"{where}.random: must be a mapping of CommandsCfg fields, got {body!r}")
-    cfg = CommandsCfg(curriculum_initial_scale=1.0, curriculum_steps=0)
+    defaults = CommandsCfg()
     allowed = tuple(f.name for f in dataclasses.fields(CommandsCfg) if not f.name.startswith("curriculum"))
     _keys(body, allowed, f"{where}.random")
+    overrides = {}
     for key, v in body.items():
-        default = getattr(cfg, key)
+        default = getattr(defaults, key)
         w = f"{where}.random.{key}"
         if isinstance(default, bool):
             if not isinstance(v, bool):
@@ -375,5 +382,5 @@ def _commands(value, where: str):
             v = _pair(v, w)
         else:
             v = float(_number(v, w, minimum=0.0))
-        setattr(cfg, key, v)
-    return None, cfg
+        overrides[key] = v
+    return None, overrides

@@ -165,7 +165,8 @@ def test_env_step_gradients_match_finite_differences_through_a_reset():
     gradient flows through the heading feedback, on purpose: the policy must not learn to move its command), so
     a heading-controlled command would make the finite differences see a dependence the gradient rightly lacks."""
     env = make_env(num_envs=3, heading=False)
-    env.cfg.state_grad_clip = env.cfg.action_grad_clip = None  # the exact gradient (the clips are checked below)
+    env.cfg.state_grad_clip = env.cfg.action_grad_clip = env.cfg.grad_clip_relative = None  # the exact gradient
+    # (the clips are checked below)
     env.episode_length_buf[0] = env.max_episode_length - 2
     state = env.state_dict()
     rng = np.random.default_rng(0)
@@ -197,6 +198,25 @@ def test_env_step_gradients_match_finite_differences_through_a_reset():
     assert g is None or g[0].abs().max() == 0
 
 
+def test_relative_gradient_clip_bounds_outlier_envs_only():
+    """The relative clip scales a row above ``k`` times the batch's median row norm down to that bound, leaves the
+    rows below it (and zero rows, which do not count towards the median) untouched."""
+    from diffloco_ext.tasks.locomotion_env import _row_norm_clip
+
+    grad = torch.zeros(6, 4, dtype=torch.float64)
+    grad[0, 0], grad[1, 1], grad[2, 2], grad[3, 3], grad[4, 0] = 1.0, 2.0, 3.0, 1e6, 2.5  # row 5: zero
+    clipped = _row_norm_clip(None, 2.0)(grad.clone())
+    median = 2.5  # of the non-zero rows 1, 2, 3, 2.5, 1e6
+    assert torch.allclose(clipped[:3], grad[:3]) and torch.allclose(clipped[4:], grad[4:])
+    assert torch.isclose(clipped[3].norm(), torch.tensor(2.0 * median, dtype=torch.float64))
+    assert torch.allclose(clipped[3] / clipped[3].norm(), grad[3] / grad[3].norm())  # direction kept
+    both = _row_norm_clip(1.5, 2.0)(grad.clone())  # the absolute bound is the tighter one here
+    assert torch.linalg.norm(both, dim=1).max() <= 1.5 + 1e-12
+    # in an env rollout: on by default, and it changes the gradient only where a row is an outlier
+    env = make_env(num_envs=4, heading=False)
+    assert env.cfg.grad_clip_relative is not None
+
+
 def test_registration_and_bad_input():
     assert "DiffLoco-Velocity-Flat-AnymalD" in registry.task_ids()
     with pytest.raises(KeyError, match="unknown task"):
@@ -215,7 +235,7 @@ def test_state_gradient_clip_bounds_each_envs_gradient():
     for clip in (None, 1e-3):
         env = make_env(num_envs=2, heading=False)
         env.cfg.state_grad_clip = clip
-        env.cfg.action_grad_clip = None
+        env.cfg.action_grad_clip = env.cfg.grad_clip_relative = None
         a = [torch.full((2, 12), 0.1, dtype=torch.float64, requires_grad=True) for _ in range(3)]
         total = sum(env.step(x)[1].sum() for x in a)
         grads[clip] = torch.autograd.grad(total, a[0])[0]

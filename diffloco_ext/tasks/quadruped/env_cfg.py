@@ -40,8 +40,9 @@ class QuadrupedForwardEnvCfg:
     termination_height: float = 0.25  # m, base centre
     reset_noise: float = 0.05  # joint angles +- (rad) and base velocities +- (m/s, rad/s)
     joint_vel_obs_scale: float = 0.1  # DiffRL Ant's scaling of joint velocities in the observation
-    state_grad_clip: float | None = 10.0  # per-env, per-step state-gradient clip (see VelocityEnvCfg)
-    action_grad_clip: float | None = 10.0  # per-env, per-step action-gradient clip (see VelocityEnvCfg)
+    state_grad_clip: float | None = None  # per-env, per-step absolute state-gradient clip (see VelocityEnvCfg)
+    action_grad_clip: float | None = None  # per-env, per-step absolute action-gradient clip (see VelocityEnvCfg)
+    grad_clip_relative: float | None = 10.0  # per-env bound: multiple of the batch's median row (see VelocityEnvCfg)
     sim: SimCfg = field(default_factory=lambda: SimCfg(dt=0.005, substeps=4, contact=ContactParams("smoothed")))
     actions: QuadrupedActionsCfg = field(default_factory=QuadrupedActionsCfg)
     rewards: QuadrupedRewardsCfg = field(default_factory=QuadrupedRewardsCfg)
