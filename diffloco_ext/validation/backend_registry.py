@@ -18,6 +18,7 @@ signature: ``factory(robot, num_envs, *, policy_dt, sim_dt, friction, **options)
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from dataclasses import dataclass, field
 
 
@@ -31,6 +32,7 @@ class BackendSpec:
     sim_dt: float  # s, the engine's physics step
     options: dict = field(default_factory=dict)
     description: str = ""
+    requires: tuple[str, ...] = ()  # top-level modules the engine needs (checked before the factory is imported)
 
 
 ISAACLAB_FACTORY = "diffloco_ext.isaaclab.validation_backend:make_backend"
@@ -40,8 +42,9 @@ BACKENDS: dict[str, BackendSpec] = {
                         "the project's simulator, hard contact"),
     "mujoco": BackendSpec("diffloco_ext.validation.mujoco_backend:make_backend", 0.0025, {},
                           "MuJoCo C on the exported MJCF, the project's drive model"),
-    "isaaclab-physx": BackendSpec(ISAACLAB_FACTORY, 0.005, {"engine": "physx"}, "Isaac Lab, PhysX"),
-    "isaaclab-newton": BackendSpec(ISAACLAB_FACTORY, 0.005, {"engine": "newton"}, "Isaac Lab, Newton"),
+    "isaaclab-physx": BackendSpec(ISAACLAB_FACTORY, 0.005, {"engine": "physx"}, "Isaac Lab, PhysX", ("isaaclab",)),
+    "isaaclab-newton": BackendSpec(ISAACLAB_FACTORY, 0.005, {"engine": "newton"}, "Isaac Lab, Newton",
+                                   ("isaaclab",)),
 }
 ALIASES: dict[str, tuple[str, ...]] = {"isaaclab": ("isaaclab-physx", "isaaclab-newton"), "all": tuple(BACKENDS)}
 CHOICES = (*BACKENDS, *ALIASES)
@@ -72,8 +75,12 @@ def resolve(names: list[str] | str) -> tuple[list[str], bool]:
 
 def factory(name: str):
     """The factory function of backend ``name`` (imports its engine; :class:`BackendUnavailable` if it cannot)."""
-    ref = spec(name).factory
-    module_name, _, attr = ref.partition(":")
+    s = spec(name)
+    module_name, _, attr = s.factory.partition(":")
+    missing = [m for m in s.requires if importlib.util.find_spec(m) is None]
+    if missing:
+        raise BackendUnavailable(f"backend '{name}' needs {', '.join(missing)}, which is not installed here "
+                                 f"(Isaac Lab: see docs/validation.md); validate with --backend hard mujoco instead")
     try:
         module = importlib.import_module(module_name)
     except ImportError as err:

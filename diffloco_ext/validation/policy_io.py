@@ -170,10 +170,10 @@ def export_mismatch(policy: DeployedPolicy, observations: torch.Tensor) -> dict[
     file (with a checkpoint), or between the TorchScript and ONNX files (without); None when there is nothing to
     compare."""
     files = {"jit": load_torchscript, "onnx": load_onnx}
-    outputs = {k: files[k](p)(observations) for k, p in policy.exported.items()}
-    if policy.reference is not None:
-        with torch.no_grad():
-            ref = policy.reference(observations)
+    with torch.no_grad():
+        outputs = {k: files[k](p)(observations) for k, p in policy.exported.items()}
+        ref = policy.reference(observations) if policy.reference is not None else None
+    if ref is not None:
         return {k: float((v - ref).abs().max()) for k, v in outputs.items()}
     if len(outputs) == 2:
         return {"jit_vs_onnx": float((outputs["jit"] - outputs["onnx"]).abs().max())}

@@ -188,6 +188,8 @@ def _merged(path: Path, seen: tuple) -> dict:
             if key in part and not isinstance(part[key], dict):
                 raise ScenarioConfigError(f"{part['_source']}: '{key}' must be a mapping, got {part[key]!r}")
         out[key] = {**base.get(key, {}), **data.get(key, {})}
+    if not inherit and "figure_scenario" not in (data.get("settings") or {}):
+        out["settings"].pop("figure_scenario", None)  # the base's figure scenario is not inherited
     scenarios = list(base.get("scenarios", []) or []) if inherit else []
     own = data.get("scenarios", []) or []
     if not isinstance(own, list):

@@ -73,7 +73,7 @@ class SimBackend:
 
 
 def make_backend(robot: RobotDescription, num_envs: int, *, policy_dt: float, sim_dt: float, friction: float = 1.0,
-                 contact: str = "hard", dtype: str = "float32", name: str | None = None) -> SimBackend:
+                 contact: str = "hard", dtype: str = "float64", name: str | None = None) -> SimBackend:
     """The registry's factory: ``policy_dt / sim_dt`` physics steps of ``sim_dt`` per policy step (must divide)."""
     substeps = round(policy_dt / sim_dt)
     if substeps < 1 or abs(substeps * sim_dt - policy_dt) > 1e-9:

@@ -103,10 +103,9 @@ class Progress:
         self.episodes_done[self.backend] += n
 
 
-def _run_backend(name: str, task: TaskInterface, policy, config: ValidationConfig, batches, num_envs: int,
-                 progress: Progress, record_observations: int, make=None) -> tuple[BackendRun, list[torch.Tensor]]:
-    start = time.time()
-    backend = (make or backend_registry.make_backend)(name, task.robot, num_envs, policy_dt=task.policy_dt)
+def _run_backend(name: str, backend, task: TaskInterface, policy, config: ValidationConfig, batches,
+                 progress: Progress, record_observations: int, start: float) -> tuple[BackendRun, list[torch.Tensor]]:
+    num_envs = backend.num_envs
     kinematics = RobotKinematics(task.robot, num_envs)
     per_scenario: dict[str, list[dict]] = {}
     fall_times: dict[str, list[float]] = {}
@@ -150,10 +149,9 @@ def reference_run(task: TaskInterface, policy, config: ValidationConfig, progres
     scenario = config.figure_scenario
     spec = [s for s in plan_episodes([scenario]) if s.trace]
 
-    def make(name, robot, num_envs, policy_dt):
-        return SimBackend(robot, num_envs, task.env_cfg.sim, name=REFERENCE)
-
-    run, _ = _run_backend(REFERENCE, task, policy, config, [spec], 1, progress, 0, make=make)
+    start = time.time()
+    backend = SimBackend(task.robot, 1, task.env_cfg.sim, name=REFERENCE)
+    run, _ = _run_backend(REFERENCE, backend, task, policy, config, [spec], progress, 0, start)
     return run
 
 
@@ -197,14 +195,26 @@ def run_validation(task: TaskInterface, policy: DeployedPolicy, backends: list[s
     runs, observations = {}, []
     for name in usable:
         progress.begin(name)
-        run, obs = _run_backend(name, task, policy, config, batches, num_envs, progress,
-                                export_observations if not observations else 0)
+        start = time.time()
+        try:
+            backend = backend_registry.make_backend(name, task.robot, num_envs, policy_dt=task.policy_dt)
+        except Exception as err:  # noqa: BLE001 - with `all`, an engine that does not start here is skipped
+            if not lenient:
+                raise
+            skipped[name] = f"could not be started: {type(err).__name__}: {err}"
+            printer(f"[validate] skipping backend {name}: {skipped[name]}")
+            total.pop(name)
+            continue
+        run, obs = _run_backend(name, backend, task, policy, config, batches, progress,
+                                export_observations if not observations else 0, start)
         observations += obs
         runs[name] = run
         progress.step(0, force=True)
         failing = [g for g in run.gates if not g.passed]
         printer(f"[validate] {name}: {run.episodes} episodes in {run.seconds:.1f} s, "
                 f"{len(failing)} failing gate(s)")
+    if not runs:
+        raise backend_registry.BackendUnavailable(f"no backend could run: {skipped}")
     ref = None
     if reference:
         progress.begin(REFERENCE)
