@@ -55,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         task = TaskInterface.from_task(args.task)
         config = load_config(args.scenarios or default_config_path(task.robot.name))
+        if config.robot != task.robot.name:
+            raise ScenarioConfigError(f"the validation config {config.source} is for robot '{config.robot}', the "
+                                      f"task '{args.task}' drives '{task.robot.name}'")
         if args.only:
             unknown = [n for n in args.only if n not in [s.name for s in config.scenarios]]
             if unknown:

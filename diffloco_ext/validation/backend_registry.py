@@ -84,7 +84,7 @@ def factory(name: str):
     try:
         module = importlib.import_module(module_name)
     except ImportError as err:
-        if module_name.startswith("diffloco_ext.isaaclab"):
+        if module_name.split(".")[:2] == ["diffloco_ext", "isaaclab"]:
             raise BackendUnavailable(
                 f"backend '{name}' needs the Isaac Lab layer (diffloco_ext.isaaclab) and Isaac Lab itself, which "
                 f"cannot be imported here ({type(err).__name__}: {err}); install Isaac Lab (docs/validation.md) "
