@@ -40,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="learner of a checkpoint without params/agent.yaml (default shac)")
     parser.add_argument("--backend", nargs="+", default=["hard", "mujoco"],
                         help=f"one or more of {list(backend_registry.CHOICES)} or package.module:factory")
-    parser.add_argument("--scenarios", default=None, help="scenario and gate file (default config/validation/<robot>.yaml)")
+    parser.add_argument("--scenarios", default=None,
+                        help="scenario and gate file (default config/validation/<robot>.yaml)")
     parser.add_argument("--only", nargs="+", default=None, help="run only these scenarios of the file")
     parser.add_argument("--out", default=None, help="report folder (default validation/<timestamp> next to the policy)")
     parser.add_argument("--video", action="store_true", help="render MP4s of the figure scenario (headless)")

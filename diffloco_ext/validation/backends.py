@@ -86,7 +86,8 @@ class EnvParameters:
             setattr(self, f.name, value)
             sizes.add(value.size)
         if len(sizes) != 1:
-            raise ValueError(f"EnvParameters arrays differ in length: { {f.name: getattr(self, f.name).size for f in fields(self)} }")
+            lengths = {f.name: getattr(self, f.name).size for f in fields(self)}
+            raise ValueError(f"EnvParameters arrays differ in length: {lengths}")
         if (self.friction < 0).any() or (self.stiffness_scale < 0).any() or (self.damping_scale < 0).any():
             raise ValueError("EnvParameters: friction and gain scales must be >= 0")
 

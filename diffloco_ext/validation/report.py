@@ -279,7 +279,8 @@ def _markdown(result, config, summary: dict, out_dir: str) -> str:
                                                        if result.skipped else ""),
              f"- time: {result.seconds:.0f} s", ""]
     if result.failing:
-        lines += ["## Failing gates", "", "| backend | scenario | gate | measured | threshold |", "|---|---|---|---:|---:|"]
+        lines += ["## Failing gates", "", "| backend | scenario | gate | measured | threshold |",
+                  "|---|---|---|---:|---:|"]
         lines += [f"| {g.backend} | {g.scenario} | {g.gate} | {_fmt(g.value)} {g.unit} | {g.threshold:.3g} {g.unit} |"
                   for g in result.failing]
         lines.append("")
@@ -311,13 +312,15 @@ def _markdown(result, config, summary: dict, out_dir: str) -> str:
                   "| pair | " + " | ".join(TRAJECTORY_GAPS.values()) + " | compared over (s) |",
                   "|---|" + "---:|" * (len(TRAJECTORY_GAPS) + 1)]
         for pair, g in traj.items():
-            lines.append(f"| {pair} | " + " | ".join(_fmt(g[k]) for k in TRAJECTORY_GAPS) + f" | {_fmt(g['seconds'])} |")
+            cells = " | ".join(_fmt(g[k]) for k in TRAJECTORY_GAPS)
+            lines.append(f"| {pair} | {cells} | {_fmt(g['seconds'])} |")
         lines.append("")
     metrics = summary["gaps"]["metrics"]
     if metrics and len(result.runs) > 1:
         backends = list(result.runs)
         lines += ["## Sim-to-sim gaps: gate measurements", "",
-                  "| scenario | gate | " + " | ".join(backends) + " | spread |", "|---|---|" + "---:|" * (len(backends) + 1)]
+                  "| scenario | gate | " + " | ".join(backends) + " | spread |",
+                  "|---|---|" + "---:|" * (len(backends) + 1)]
         for scenario, per_gate in metrics.items():
             for g in ("lin_vel_error", "ang_vel_error", "fall_rate", "torque_rms", "foot_slip", "base_tilt"):
                 row = per_gate[g]

@@ -13,7 +13,6 @@ estimate of the time left.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 
