@@ -289,7 +289,8 @@ def run_batch(backend, policy, task: TaskInterface, kinematics: RobotKinematics,
         if bool(pushed.any()):
             backend.reset(q, kicked, pushed)
         if on_step is not None:
-            on_step(t + 1, steps)
+            finished = int(((duration[:B] <= end + 1e-9) | ~alive[:B]).sum())
+            on_step(t + 1, steps, finished)
     episodes = [(spec, {k: v[0] for k, v in sums.rows(np.array([e])).items()}) for e, spec in enumerate(batch)]
     traces = {name: {k: np.asarray(v) for k, v in records[e].items()} for e, name in traced.items()}
     return BatchResult(episodes=episodes, traces=traces, observations=observations, steps=steps)

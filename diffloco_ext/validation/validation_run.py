@@ -77,29 +77,33 @@ class Progress:
         self.last = 0.0
         self.backend = None
         self.backend_start = None
+        self.in_batch = 0
 
     def begin(self, backend: str) -> None:
         self.backend, self.backend_start = backend, time.time()
 
-    def step(self, n: int = 1, force: bool = False) -> None:
+    def step(self, n: int = 1, force: bool = False, finished: int = 0) -> None:
+        """``n`` more policy steps of the current backend; ``finished``: episodes over in its current batch."""
         b = self.backend
         self.done[b] += n
+        self.in_batch = finished
         self.seconds[b] = time.time() - self.backend_start
         now = time.time()
-        if not force and now - self.last < self.every:
+        if not force and (now - self.last < self.every or self.done[b] < 10):  # no estimate from a first step
             return
         self.last = now
         rate = self.seconds[b] / max(self.done[b], 1)
         left_b = rate * (self.total[b] - self.done[b])
-        # backends not started yet: the slowest measured rate per step as the estimate
+        # validators not started yet: the slowest measured rate per step (the 1-env reference run is not counted)
         rates = [self.seconds[k] / self.done[k] for k in self.total if self.done[k]]
-        later = sum(max(rates) * self.total[k] for k in self.total if not self.done[k])
-        self.printer(f"[validate] {b}: {self.episodes_done[b]}/{self.episodes[b]} episodes done, "
+        later = sum(max(rates) * self.total[k] for k in self.total if not self.done[k] and k != REFERENCE)
+        self.printer(f"[validate] {b}: {self.episodes_done[b] + self.in_batch}/{self.episodes[b]} episodes done, "
                      f"{100 * self.done[b] / max(self.total[b], 1):.0f} % of its steps, {self.seconds[b]:.0f} s; "
                      f"~{left_b:.0f} s left here, ~{left_b + later:.0f} s in all")
 
-    def episodes_finished(self, n: int) -> None:
+    def batch_done(self, n: int) -> None:
         self.episodes_done[self.backend] += n
+        self.in_batch = 0
 
 
 def _run_backend(name: str, backend, task: TaskInterface, policy, config: ValidationConfig, batches,
@@ -113,13 +117,13 @@ def _run_backend(name: str, backend, task: TaskInterface, policy, config: Valida
         for batch in batches:
             result: BatchResult = run_batch(backend, policy, task, kinematics, batch, config.settings,
                                             record_observations=record_observations,
-                                            on_step=lambda t, total: progress.step())
+                                            on_step=lambda t, total, finished: progress.step(finished=finished))
             env_steps += result.steps * num_envs
             for spec, row in result.episodes:
                 per_scenario.setdefault(spec.scenario.name, []).append(row)
                 if row["fell"]:
                     fall_times.setdefault(spec.scenario.name, []).append(float(row["fall_time"]))
-            progress.episodes_finished(len(result.episodes))
+            progress.batch_done(len(result.episodes))
             traces.update(result.traces)
             observations += result.observations
             record_observations = max(0, record_observations - sum(o.shape[0] for o in result.observations))
