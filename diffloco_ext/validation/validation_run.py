@@ -74,6 +74,7 @@ class Progress:
         self.episodes_done = {k: 0 for k in total_steps}
         self.seconds = {k: 0.0 for k in total_steps}
         self.start = time.time()
+        self.first_step = {}
         self.last = 0.0
         self.backend = None
         self.backend_start = None
@@ -87,12 +88,15 @@ class Progress:
         b = self.backend
         self.done[b] += n
         self.in_batch = finished
-        self.seconds[b] = time.time() - self.backend_start
         now = time.time()
+        if self.first_step.get(b) is None:  # rates from the first step on (not the engine's start-up)
+            self.first_step[b] = (now, self.done[b])
+        self.seconds[b] = now - self.backend_start
         if not force and (now - self.last < self.every or self.done[b] < 10):  # no estimate from a first step
             return
         self.last = now
-        rate = self.seconds[b] / max(self.done[b], 1)
+        t0, n0 = self.first_step[b]
+        rate = (now - t0) / max(self.done[b] - n0, 1)
         left_b = rate * (self.total[b] - self.done[b])
         # validators not started yet: the slowest measured rate per step (the 1-env reference run is not counted)
         rates = [self.seconds[k] / self.done[k] for k in self.total if self.done[k]]
