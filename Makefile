@@ -4,7 +4,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 CONSTRAINTS := config/constraints-test.txt
-STAMP := $(VENV)/.installed-$(shell cat setup.py extension.toml $(CONSTRAINTS) 2>/dev/null | sha1sum | cut -c1-12)
+# Isaac Lab 3.0, kit-less (Newton and standalone PhysX, no Isaac Sim), on this Python 3.11 + CPU torch: see docs/isaaclab.md.
+ISAACLAB_PINS := config/isaaclab/isaaclab.txt config/isaaclab/requirements.txt
+STAMP := $(VENV)/.installed-$(shell cat setup.py extension.toml $(CONSTRAINTS) $(ISAACLAB_PINS) 2>/dev/null | sha1sum | cut -c1-12)
 
 .PHONY: setup train test test-slow benchmark clean
 
@@ -16,6 +18,10 @@ $(STAMP):
 	# CPU torch first (a wheel on this machine's disk), so nothing else pulls a CUDA build.
 	$(PY) -m pip install --quiet -c $(CONSTRAINTS) torch
 	$(PY) -m pip install --quiet -c $(CONSTRAINTS) -e ".[test]"
+	# Isaac Lab 3.0 declares Python >= 3.12 and pins a CUDA torch: the wheel without its dependencies, then the
+	# packages it needs here (the constraints keep torch, warp-lang, mujoco and rsl-rl-lib at the project's pins).
+	$(PY) -m pip install --quiet --no-deps --ignore-requires-python -c $(CONSTRAINTS) -r config/isaaclab/isaaclab.txt
+	$(PY) -m pip install --quiet -c $(CONSTRAINTS) -r config/isaaclab/requirements.txt
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 

@@ -33,9 +33,11 @@ INSTALL_REQUIRES = [
 
 EXTRAS_REQUIRE = {
     "test": ["pytest", "pytest-timeout", "hypothesis", "onnxruntime", "scipy"],
-    # Isaac Lab 3.0 itself (kit-less Newton backend) for sim-to-sim validation; see README. Pinned: on Python
-    # 3.11 an unpinned "isaaclab" resolves to 2.3.2, which needs Isaac Sim (3.0 declares Python >= 3.12).
-    "isaaclab": ["isaaclab==3.0.0"],
+    # Isaac Lab 3.0 (docs/isaaclab.md). It declares Python >= 3.12: there (a real Isaac Lab installation) this
+    # extra installs it. On Python 3.11 an unpinned "isaaclab" would resolve to 2.3.2, which needs Isaac Sim, and
+    # 3.0 installs only without its dependencies: the extra is empty there and `make setup` installs the kit-less
+    # stack from config/isaaclab/ instead.
+    "isaaclab": ['isaaclab==3.0.0; python_version >= "3.12"'],
 }
 
 setup(
@@ -50,8 +52,9 @@ setup(
     include_package_data=True,
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,
-    # Isaac Lab discovers external tasks through this group and imports the module on every `isaaclab` command
-    # (so diffloco_ext.tasks registers with string entry points only and stays light).
-    entry_points={"isaaclab.tasks": ["diffloco = diffloco_ext.tasks"]},
+    # Isaac Lab discovers external tasks through this group and imports each module on every `isaaclab` command
+    # (so both register with string entry points only and stay light): the differentiable tasks, and their
+    # Isaac Lab versions (DiffLoco-*-Isaac).
+    entry_points={"isaaclab.tasks": ["diffloco = diffloco_ext.tasks", "diffloco_isaaclab = diffloco_ext.isaaclab.tasks"]},
     zip_safe=False,
 )

@@ -82,6 +82,10 @@ class SHACAlgorithmCfg:
     target_critic_alpha: float = 0.2
     """Polyak factor: ``target ← α·target + (1 − α)·critic`` after each critic update."""
     max_grad_norm: float = 1.0
+    value_gradient_scale: float = 1.0
+    """Weight of the gradient through the bootstrap values ``γ^h V'(s_h)`` in the actor's objective: 1 is SHAC
+    (the critic's state gradient carries the long-term effect of the actions), 0 keeps the values in the
+    objective's value but lets no gradient through them (the actor then follows the horizon's rewards only)."""
 
 
 @dataclass

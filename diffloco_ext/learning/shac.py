@@ -93,6 +93,7 @@ class SHAC:
         num_critic_mini_batches: int = 4,
         target_critic_alpha: float = 0.2,
         max_grad_norm: float = 1.0,
+        value_gradient_scale: float = 1.0,
         max_iterations: int = 1,
         device: str = "cpu",
         multi_gpu_cfg: dict | None = None,
@@ -102,6 +103,8 @@ class SHAC:
             raise ValueError(f"Unknown learning-rate schedule '{schedule}'; use 'linear' or 'constant'.")
         if horizon < 1 or num_envs < 1:
             raise ValueError(f"horizon and num_envs must be positive, got {horizon} and {num_envs}.")
+        if not 0.0 <= value_gradient_scale <= 1.0:
+            raise ValueError(f"value_gradient_scale must be in [0, 1], got {value_gradient_scale}.")
         if not 0.0 <= target_critic_alpha < 1.0:
             raise ValueError(f"target_critic_alpha must be in [0, 1), got {target_critic_alpha}.")
         self.device = device
@@ -117,6 +120,7 @@ class SHAC:
         self.num_critic_mini_batches = num_critic_mini_batches
         self.target_critic_alpha = target_critic_alpha
         self.max_grad_norm = max_grad_norm
+        self.value_gradient_scale = float(value_gradient_scale)
         self.schedule = schedule
         self.actor_learning_rate_init = actor_learning_rate
         self.critic_learning_rate_init = critic_learning_rate
@@ -203,7 +207,7 @@ class SHAC:
         if any_done and torch.is_grad_enabled():
             # Close the segments of the envs that finished: rewards so far + discounted bootstrap value.
             ids = done.nonzero(as_tuple=True)[0]
-            boot = self.target_critic(next_obs[ids]).squeeze(-1)
+            boot = self._bootstrap(self.target_critic(next_obs[ids]).squeeze(-1))
             boot = torch.where(terminated[ids], torch.zeros_like(boot), boot)
             self._objective = self._objective + (self._rew_acc[ids] + self._discount[ids] * self.gamma * boot).sum()
         self._discount = torch.where(done, torch.ones_like(self._discount), self._discount * self.gamma)
@@ -219,13 +223,20 @@ class SHAC:
         """Bootstrap the open segments with ``V'(s_h)`` (``obs`` = last observations) and compute the TD(λ) targets."""
         if len(self._rewards) == 0:
             raise RuntimeError("compute_returns called without a rollout.")
-        last_values = self.target_critic(obs).squeeze(-1)
+        last_values = self._bootstrap(self.target_critic(obs).squeeze(-1))
         # only segments with at least one step (an env reset on the last step closed its segment already)
         open_segments = (self._rew_acc + self._discount * last_values)[self._segment_open]
         self._objective = self._objective + open_segments.sum()
         self._targets = td_lambda_targets(
             torch.stack(self._rewards), torch.stack(self._next_values), torch.stack(self._dones), self.gamma, self.lam
         )
+
+    def _bootstrap(self, values: torch.Tensor) -> torch.Tensor:
+        """Bootstrap values with ``value_gradient_scale`` of their gradient (same forward value)."""
+        s = self.value_gradient_scale
+        if s == 1.0:
+            return values
+        return s * values + (1.0 - s) * values.detach()
 
     # ---- update -------------------------------------------------------------------------------------------------
     def update(self) -> dict[str, float]:

@@ -277,6 +277,45 @@ def test_skip_counts_nonfinite_loss_without_env_check():
         assert torch.equal(b, p.detach())
 
 
+def _actor_objective_and_gradient(scale: float, critic_seed: int):
+    """One 8-step horizon of the point mass from fixed states: the actor objective and its gradient, with the
+    target critic's weights drawn from ``critic_seed``."""
+    torch.manual_seed(0)
+    env = PointMassEnv(PointMassCfg(num_envs=8, seed=0, dim=4))
+    cfg = _small_cfg()
+    cfg.algorithm.value_gradient_scale = scale
+    runner = _quiet(make_runner, env, cfg)
+    alg = runner.alg
+    generator = torch.Generator().manual_seed(critic_seed)
+    with torch.no_grad():
+        for p in alg.target_critic.parameters():
+            p.copy_(torch.randn(p.shape, generator=generator) * 0.5)
+    obs = env.get_observations()
+    torch.manual_seed(1)
+    for _ in range(8):
+        obs, r, d, extras = env.step(alg.act(obs))
+        alg.process_env_step(obs, r, d, extras)
+    alg.compute_returns(obs)
+    grads = torch.autograd.grad(alg._objective, list(alg.actor.parameters()))
+    return alg._objective.detach(), torch.cat([g.flatten() for g in grads])
+
+
+def test_value_gradient_scale_zero_lets_no_gradient_through_the_bootstrap_values():
+    """``value_gradient_scale = 0``: the objective keeps the bootstrap values (its value changes with the critic)
+    but its actor gradient does not depend on the critic; at 1 (SHAC) it does; in between it is the mix."""
+    value_a, grad_a = _actor_objective_and_gradient(0.0, critic_seed=1)
+    value_b, grad_b = _actor_objective_and_gradient(0.0, critic_seed=2)
+    assert not torch.isclose(value_a, value_b)
+    torch.testing.assert_close(grad_a, grad_b)
+    value_1, grad_1 = _actor_objective_and_gradient(1.0, critic_seed=1)
+    _, grad_1b = _actor_objective_and_gradient(1.0, critic_seed=2)
+    assert torch.isclose(value_1, value_a) and (grad_1 - grad_1b).norm() > 1e-3 * grad_1.norm()
+    _, grad_half = _actor_objective_and_gradient(0.5, critic_seed=1)
+    torch.testing.assert_close(grad_half, 0.5 * (grad_a + grad_1))
+    with pytest.raises(ValueError, match="value_gradient_scale"):
+        _actor_objective_and_gradient(1.5, critic_seed=1)
+
+
 # ---- learning -----------------------------------------------------------------------------------------------------
 def test_shac_improves_point_mass_return_quickly():
     """A few seconds of SHAC on the 8-D point mass: the deterministic return rises well above the initial one."""

@@ -1,0 +1,48 @@
+"""Isaac Lab manager terms of the velocity task that Isaac Lab does not have (the rest are Isaac Lab's own).
+
+* :class:`foot_height_reference`: paper A's sinusoidal swing-height reference, the project's stand-in for
+  feet-air-time (:class:`diffloco_ext.tasks.velocity.env_cfg.FootHeightReferenceCfg`), with the same definition as
+  :func:`diffloco_ext.tasks.velocity.rewards.foot_height_reference` / ``foot_height_tracking_exp`` (the functions
+  are reused, so both tasks compute the same number from the same foot heights).
+"""
+
+from __future__ import annotations
+
+import torch
+from isaaclab.managers import ManagerTermBase, RewardTermCfg, SceneEntityCfg
+
+from diffloco_ext.tasks.velocity.env import TROT_PHASE
+from diffloco_ext.tasks.velocity.env_cfg import FootHeightReferenceCfg
+from diffloco_ext.tasks.velocity.rewards import foot_height_reference as reference_heights
+from diffloco_ext.tasks.velocity.rewards import foot_height_tracking_exp
+
+
+class foot_height_reference(ManagerTermBase):
+    """``exp(-sum_f (h_f - h_ref_f)^2 / std^2)`` [N]: ``h_f`` the height of foot ``f``'s sphere bottom above the
+    env's ground (m: the foot body's origin is the sphere centre, see :mod:`.usd_export`), ``h_ref`` the trot
+    reference at the episode time ``episode_length_buf * step_dt`` (s), zero for envs commanded to stand.
+
+    Params: ``asset_cfg`` (the robot, ``body_names`` the feet), ``command_name``, ``foot_radius`` (m), and the
+    fields of :class:`FootHeightReferenceCfg` (``period`` s, ``height`` m, ``std`` m, ``standing_threshold``).
+    """
+
+    def __init__(self, cfg: RewardTermCfg, env) -> None:
+        super().__init__(cfg, env)
+        asset_cfg: SceneEntityCfg = cfg.params["asset_cfg"]
+        asset = env.scene[asset_cfg.name]
+        names = [asset.body_names[i] for i in asset_cfg.body_ids] if not isinstance(asset_cfg.body_ids, slice) \
+            else list(asset.body_names)
+        self.phase = torch.tensor([TROT_PHASE.get(n[:2], 0.0) for n in names], device=env.device)
+
+    def __call__(self, env, asset_cfg: SceneEntityCfg, command_name: str, foot_radius: float, period: float,
+                 height: float, std: float, standing_threshold: float) -> torch.Tensor:
+        reference = FootHeightReferenceCfg(period=period, height=height, std=std, standing_threshold=standing_threshold)
+        asset = env.scene[asset_cfg.name]
+        foot_z = asset.data.body_link_pos_w.torch[:, asset_cfg.body_ids, 2]
+        ground_z = env.scene.env_origins[:, 2:3]
+        foot_height = foot_z - foot_radius - ground_z
+        command = env.command_manager.get_command(command_name)
+        moving = torch.linalg.norm(command, dim=1) > reference.standing_threshold
+        time = env.episode_length_buf.to(foot_height.dtype) * env.step_dt
+        h_ref = reference_heights(time, self.phase.to(foot_height.dtype), reference, moving)
+        return foot_height_tracking_exp(foot_height, h_ref, reference.std)

@@ -1,0 +1,130 @@
+"""One Isaac Lab session on one engine, for the tests (run in its own process: Isaac Lab keeps one simulation per
+process). Usage: ``python _probe.py ENGINE OUT.json`` (ENGINE ``physx`` or ``newton``).
+
+Builds the ``DiffLoco-Velocity-Flat-AnymalD-Isaac`` env (4 envs), resets and steps it, reads back what the
+tests compare (mass properties, joint and body names, observations under a known joint state); closes it; then
+builds the validation backend (2 envs) and runs its round trip and a standing rollout. Everything measured goes
+to the JSON file; the assertions are in ``test_engines.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import numpy as np
+import torch
+
+
+def probe_env(engine: str) -> dict:
+    import gymnasium as gym
+
+    from diffloco_ext.isaaclab import tasks  # noqa: F401  (registers the ids)
+    from diffloco_ext.isaaclab.env_cfg import AnymalDFlatIsaacEnvCfg
+
+    t0 = time.time()
+    cfg = AnymalDFlatIsaacEnvCfg()
+    cfg.scene.num_envs = 4
+    cfg.sim.device = "cpu"
+    cfg.sim.physics = cfg.sim.physics.physx if engine == "physx" else cfg.sim.physics.newton_mjwarp
+    cfg.observations.policy.enable_corruption = False  # exact observations
+    cfg.events.physics_material = None  # the mass properties are read before any randomisation
+    cfg.events.base_mass = None
+    cfg.events.base_com = None
+    env = gym.make("DiffLoco-Velocity-Flat-AnymalD-Isaac", cfg=cfg).unwrapped
+    out = {"env_build_s": time.time() - t0}
+    robot = env.scene["robot"]
+    data = robot.data
+    out["joint_names"] = list(robot.joint_names)
+    out["body_names"] = list(robot.body_names)
+    out["body_mass"] = data.body_mass.torch[0].double().tolist()
+    out["body_com"] = data.body_com_pos_b.torch[0].double().tolist()
+    out["body_inertia"] = data.body_inertia.torch[0].double().reshape(-1, 3, 3).tolist()
+    out["default_joint_pos"] = data.default_joint_pos.torch[0].double().tolist()
+    obs, _ = env.reset()
+    out["obs_shape"] = list(obs["policy"].shape)
+    rewards, finite = [], True
+    t1 = time.time()
+    for _ in range(10):
+        obs, reward, terminated, truncated, extras = env.step(torch.zeros(4, 12))
+        finite &= bool(torch.isfinite(obs["policy"]).all() and torch.isfinite(reward).all())
+        rewards.append(reward.double().mean().item())
+    out["env_step_s"] = (time.time() - t1) / 10
+    out["obs_finite"] = finite
+    out["mean_reward"] = float(np.mean(rewards))
+    out["reward_terms"] = list(env.reward_manager.active_terms)
+    # a known joint state, by name: the observation's joint block must list it in the policy's order
+    values = {name: 0.05 * (i + 1) for i, name in enumerate(sorted(robot.joint_names))}
+    position = torch.tensor([[values[n] for n in robot.joint_names]] * 4, dtype=torch.float32)
+    robot.write_joint_position_to_sim_index(position=position)
+    robot.write_joint_velocity_to_sim_index(velocity=torch.zeros_like(position))
+    env.scene.update(dt=0.0)
+    obs_now = env.observation_manager.compute()["policy"]
+    out["probe_joint_values"] = values
+    out["obs_joint_pos_rel"] = obs_now[0, 12:24].double().tolist()
+    env.close()
+    return out
+
+
+def probe_backend(engine: str) -> dict:
+    from diffloco_ext.assets import get_robot
+    from diffloco_ext.isaaclab.validation_backend import make_backend
+
+    robot = get_robot("anymal_d")
+    t0 = time.time()
+    backend = make_backend(robot, 2, engine=engine, policy_dt=0.02, sim_dt=0.005, friction=1.0)
+    out = {"backend_build_s": time.time() - t0, "backend_name": backend.name}
+    default = torch.tensor(robot.default_joint_positions())
+    q = torch.zeros(2, 7 + robot.num_joints, dtype=torch.float64)
+    q[:, 2] = 0.6
+    q[0, 3] = 1.0
+    q[1, 3:7] = torch.tensor([np.cos(0.3), 0.1, -0.05, np.sin(0.3)])
+    q[1, 3:7] /= torch.linalg.norm(q[1, 3:7])
+    q[:, 7:] = default
+    q[1, 7:] += 0.01 * torch.arange(robot.num_joints)  # distinct per joint: the order shows
+    u = torch.zeros(2, 6 + robot.num_joints, dtype=torch.float64)
+    u[1, :6] = torch.tensor([0.1, -0.2, 0.05, 0.3, -0.1, 0.2])
+    u[1, 6:] = 0.1 * torch.arange(robot.num_joints)
+    backend.reset(q, u)
+    q1, u1 = backend.state()
+    out["roundtrip_q"] = (q1 - q).abs().max().item()
+    out["roundtrip_u"] = (u1 - u).abs().max().item()
+    art = backend.articulation
+    by_name = dict(zip(art.joint_names, art.data.joint_pos.torch[1].double().tolist()))
+    out["joint_pos_by_name"] = by_name
+    out["joint_pos_set"] = dict(zip(robot.joint_names, q[1, 7:].tolist()))
+    # standing at zero action (targets = the default pose) for 1 s
+    q[1] = q[0]
+    backend.reset(q, torch.zeros_like(u))
+    t1 = time.time()
+    for _ in range(50):
+        backend.step(default.repeat(2, 1))
+    out["backend_step_s"] = (time.time() - t1) / 50
+    q2, u2 = backend.state()
+    out["standing_q"] = q2.tolist()
+    out["standing_speed"] = u2[:, :6].abs().max().item()
+    out["standing_torque"] = backend.joint_torque().tolist()
+    # a joint target on one joint by name moves that joint
+    target = default.repeat(2, 1)
+    k = robot.joint_names.index("LF_KFE")
+    target[:, k] -= 0.2
+    for _ in range(10):
+        backend.step(target)
+    q3, _ = backend.state()
+    out["moved_joint_delta"] = (q3[0, 7:] - q2[0, 7:]).tolist()
+    backend.close()
+    return out
+
+
+def main() -> None:
+    engine, path = sys.argv[1], sys.argv[2]
+    result = {"engine": engine}
+    result.update(probe_env(engine))
+    result.update(probe_backend(engine))
+    with open(path, "w") as f:
+        json.dump(result, f)
+
+
+if __name__ == "__main__":
+    main()

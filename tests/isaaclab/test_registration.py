@@ -1,0 +1,79 @@
+"""Task discovery: ``isaaclab list_envs`` lists the differentiable and the Isaac Lab ids from this checkout's
+entry points; the registration module is light (no Isaac Lab import); the registered configs resolve."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import gymnasium as gym
+import pytest
+
+from .conftest import ROOT, run_isaaclab
+
+DIFFERENTIABLE = ["DiffLoco-Velocity-Flat-AnymalD", "DiffLoco-Velocity-Flat-AnymalC", "DiffLoco-Quadruped-Forward"]
+ISAAC = ["DiffLoco-Velocity-Flat-AnymalD-Isaac", "DiffLoco-Velocity-Flat-AnymalC-Isaac"]
+
+
+def test_list_envs_lists_our_ids(user_env, tmp_path):
+    proc = run_isaaclab(["list_envs", "--keyword", "DiffLoco"], user_env, tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for task_id in DIFFERENTIABLE + ISAAC:
+        assert f" {task_id} " in proc.stdout, (task_id, proc.stdout[-3000:])
+    isaac_rows = [line for line in proc.stdout.splitlines() if "-Isaac " in line]
+    assert all("isaaclab.envs:ManagerBasedRLEnv" in row and "rsl_rl" in row for row in isaac_rows)
+
+
+def test_registration_module_is_light():
+    """Importing the entry-point modules imports no Isaac Lab, torch or Warp (every `isaaclab` command imports
+    them: they must be cheap and cannot fail on a heavy import)."""
+    code = ("import sys; import diffloco_ext.tasks, diffloco_ext.isaaclab.tasks; "
+            "heavy = [m for m in ('isaaclab', 'isaaclab_tasks', 'torch', 'warp', 'pxr') if m in sys.modules]; "
+            "print(heavy); sys.exit(1 if heavy else 0)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_isaac_ids_point_at_isaac_lab_and_resolve(tmp_path, monkeypatch):
+    from diffloco_ext.isaaclab import tasks
+    from diffloco_ext.tasks.registry import resolve_entry_point
+
+    for task_id in ISAAC:
+        spec = gym.spec(task_id)
+        assert spec.entry_point == "isaaclab.envs:ManagerBasedRLEnv"
+        assert tasks.PROJECT_TASK[task_id] in DIFFERENTIABLE
+        for key in ("env_cfg_entry_point", "rsl_rl_cfg_entry_point", "rsl_rl_shac_cfg_entry_point"):
+            assert isinstance(spec.kwargs[key], str) and ":" in spec.kwargs[key]
+    # the configs themselves (USD files written into a temporary folder)
+    monkeypatch.setenv("DIFFLOCO_USD_DIR", str(tmp_path))
+    env_cfg = resolve_entry_point(gym.spec(ISAAC[0]).kwargs["env_cfg_entry_point"])()
+    agent_cfg = resolve_entry_point(gym.spec(ISAAC[0]).kwargs["rsl_rl_cfg_entry_point"])()
+    assert env_cfg.decimation == 4 and env_cfg.sim.dt == pytest.approx(0.005)
+    assert env_cfg.actions.joint_pos.scale == 0.5 and env_cfg.actions.joint_pos.use_default_offset
+    assert env_cfg.scene.robot.spawn.usd_path.startswith(str(tmp_path))
+    assert agent_cfg.num_steps_per_env == 24 and agent_cfg.actor.hidden_dims == [128, 128, 128]
+
+
+def test_env_cfg_values_come_from_the_project_task(tmp_path, monkeypatch):
+    """The Isaac Lab config carries the project's values: changing the project's config changes it."""
+    monkeypatch.setenv("DIFFLOCO_USD_DIR", str(tmp_path))
+    from diffloco_ext.isaaclab.env_cfg import AnymalDFlatIsaacEnvCfg
+    from diffloco_ext.tasks.velocity.env_cfg import AnymalDFlatEnvCfg
+
+    class Custom(AnymalDFlatIsaacEnvCfg):
+        def project_task(self):
+            t = AnymalDFlatEnvCfg()
+            t.rewards.alive = 2.5
+            t.observation_noise.joint_vel = 0.7
+            t.commands.lin_vel_x = (-0.3, 0.4)
+            t.reset.height = 0.7
+            return t
+
+    cfg, ref = Custom(), AnymalDFlatEnvCfg()
+    assert cfg.rewards.alive.weight == 2.5 and cfg.observations.policy.joint_vel.noise.n_max == 0.7
+    assert cfg.commands.base_velocity.ranges.lin_vel_x == (-0.3, 0.4)
+    assert cfg.scene.robot.init_state.pos[2] == 0.7
+    base = AnymalDFlatIsaacEnvCfg()
+    assert base.rewards.termination.weight == ref.rewards.termination
+    assert base.rewards.foot_height_reference.params["std"] == ref.foot_height_reference.std
+    assert base.events.physics_material.params["static_friction_range"] == ref.randomization.friction
