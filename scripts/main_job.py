@@ -258,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.episodes is not None:
         config.scenario("random_commands").episodes = args.episodes
     deployed = load_policy_file(jit_path, task.num_obs, task.num_actions)
-    deployed.reference = lambda obs: policy_torch(TensorDict({"policy": obs}, batch_size=[obs.shape[0]])).float()
+    group = list(getattr(policy_torch, "obs_groups", ["policy"]))[0]
+    deployed.reference = lambda obs: policy_torch(TensorDict({group: obs}, batch_size=[obs.shape[0]])).float()
     deployed.exported = {"jit": jit_path, "onnx": onnx_path}
     validation = run_validation(task, deployed, list(VALIDATORS), config, os.path.join(log_dir, "validation"),
                                 printer=lambda line: print(f"[main_job]   {line}", flush=True))
@@ -302,8 +303,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {name:22s} random commands: v_xy err {r['lin_vel_xy_error']:.3f} m/s, w_z err "
               f"{r['ang_vel_z_error']:.3f} rad/s, falls {r['falls']}/{r['episodes']}")
     print(f"  validation: {validation.verdict}, {len(validation.failing)} failing gate(s)")
-    for gate in validation.failing:
+    for gate in validation.failing[:20]:
         print(f"    FAIL {gate.describe()}")
+    if len(validation.failing) > 20:
+        print(f"    ... and {len(validation.failing) - 20} more (all in the report)")
     print(f"  report:     {summary['validation_report']}")
     ok = validation.passed
     return 0 if ok or not args.strict else 1

@@ -29,6 +29,8 @@ from diffloco_ext.validation.policy_io import PolicyLoadError, load_checkpoint, 
 from diffloco_ext.validation.scenarios import ScenarioConfigError, default_config_path, load_config
 from diffloco_ext.validation.validation_run import run_validation
 
+MAX_LISTED = 30  # failing gates printed (the report lists all)
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -85,8 +87,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[validate] error: {err}", file=sys.stderr)
         return 2
     print(f"\n[validate] {result.verdict} ({result.seconds:.0f} s): {len(result.failing)} failing gate(s)")
-    for gate in result.failing:
+    for gate in result.failing[:MAX_LISTED]:
         print(f"  FAIL {gate.describe()}")
+    if len(result.failing) > MAX_LISTED:
+        print(f"  ... and {len(result.failing) - MAX_LISTED} more (all in the report)")
     print(f"[validate] report: {os.path.join(result.report_dir, 'summary.md')}")
     return 0 if result.passed else 1
 
