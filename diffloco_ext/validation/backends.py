@@ -1,111 +1,137 @@
-"""Validation backends: a batch of robots that can be reset to given states, driven by joint targets for one
-policy step, and read back, in the simulator's conventions (see :mod:`diffloco_ext.sim.model`: ``q`` = base
-position (world, m), quaternion (w, x, y, z), joints; ``u`` = base linear velocity (world), angular velocity
-(base frame), joint velocities; joints in the description's order). Every backend runs the project's drive model
-(PD inside the DC-motor envelope) on the same robot description.
+"""The validation backend protocol: a batch of ``N`` robots that can be given per-env physical parameters, reset
+to given states, driven by joint targets for one policy step, and read back.
 
-* :class:`SimBackend`: the project's differentiable simulator, here without gradients, in any contact mode
-  (``"hard"`` for validation).
-* :class:`MujocoBackend`: MuJoCo C on the MJCF exported from the same description, one ``MjData`` per robot,
-  the drive torque computed every MuJoCo step (explicit, at MuJoCo's finer step).
+Conventions (the simulator's, :mod:`diffloco_ext.sim.model`; MuJoCo's free joint uses the same): ``q`` [N, 7 + n]
+= base position (world, m), base quaternion (w, x, y, z) (base -> world), joint angles (rad); ``u`` [N, 6 + n] =
+base linear velocity of the base frame's origin (world, m/s), base angular velocity (base frame, rad/s), joint
+velocities (rad/s). Joints in the robot description's order (leg by leg), not Isaac Lab's. Tensors are torch
+float64 on the CPU. The ground is the plane z = 0.
 
-The Isaac Lab backend arrives with the Isaac Lab layer, with the same three methods.
+Every backend runs the project's drive model: per joint ``tau = clip(k_p (q* - q) - k_d qd, tau_min(qd),
+tau_max(qd))`` with the DC-motor envelope of ``robot.actuator`` (``tau_max = clip(S (1 - qd / v), 0, E)``,
+``tau_min = clip(S (-1 - qd / v), -E, 0)``; :func:`~.mujoco_replay.dc_motor_pd_torque`), computed at the
+engine's own physics step with the joint targets held for the policy step.
+
+A backend provides (duck-typed, :class:`Backend`):
+
+``name`` (str), ``num_envs`` (int), ``policy_dt`` (s)
+``set_parameters(params)``
+    Per-env physical parameters (:class:`EnvParameters`, arrays [N]) for all envs, effective from the next
+    :meth:`step`. The runner calls it once per batch, before the batch's :meth:`reset`; values persist until
+    the next call. Semantics below, identical in every backend.
+``reset(q, u, env_mask=None)``
+    Put the robots of ``env_mask`` ([N] bool, default all) into the states ``q``, ``u`` (rows of other envs are
+    ignored). Also called mid-episode to push robots (the same ``q``, a changed base velocity in ``u``), so it
+    must not change the parameters nor anything but the state (and the engine's warm-start caches).
+``step(joint_target)``
+    One policy step (``policy_dt``) holding joint targets [N, n] (rad, description order).
+``state() -> (q, u)``
+    The states now (copies).
+``joint_torque() -> tau``
+    [N, n] (N·m, description order): the drive torque applied over the last :meth:`step`, averaged over its
+    physics steps (zeros before the first step).
+``close()``
+    Release the engine's resources (optional).
+
+Contacts and falls are not read from the engine: the runner derives them from the state with the project's
+kinematics (:mod:`.robot_kinematics`: foot-sphere heights, collision-capsule gaps), one definition for all
+backends.
+
+:class:`EnvParameters` semantics (what a backend must implement):
+
+* ``friction``: the Coulomb coefficient of foot-ground contact. The simulator: ``Model.friction``; MuJoCo:
+  the sliding friction of the floor and foot geoms (MuJoCo takes the max of the two: the value itself);
+  Isaac Lab: static and dynamic friction of the foot and ground materials (combine mode such that the
+  contact's coefficient is the value, e.g. ``"max"`` or ``"multiply"`` with the ground at 1).
+* ``payload_kg``: a point mass added to the base at its centre of mass (kg, negative removes mass): the base
+  mass changes, its centre of mass and its inertia about it do not. The simulator: ``body_mass[:, 0]``;
+  MuJoCo: ``body_mass[base]`` (then ``mj_setConst``); Isaac Lab: the base body's mass (not its inertia).
+* ``stiffness_scale``, ``damping_scale``: factors on the drive's PD gains ``k_p``, ``k_d`` (all joints of the
+  env); the envelope ``E``, ``S``, ``v`` stays.
+
+Backends are made by name through :mod:`.backend_registry`, with factories of signature
+``make_backend(robot, num_envs, *, policy_dt, sim_dt, friction, **options) -> Backend`` (the Isaac Lab factory
+``diffloco_ext.isaaclab.validation_backend:make_backend`` also takes ``engine="physx" | "newton"``).
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from dataclasses import dataclass, fields
+from typing import Protocol, runtime_checkable
 
-import mujoco
 import numpy as np
 import torch
 
-from ..assets.mjcf_exporter import to_mjmodel
-from ..assets.robot_description import RobotDescription
-from ..sim import Simulator
-from ..sim.config import SimCfg
-from ..sim.torch_bridge import TorchSimulator
-from .mujoco_replay import dc_motor_pd_torque
+
+@dataclass
+class EnvParameters:
+    """Per-env physical parameters of a validation batch (float64 arrays [N]; semantics in the module docstring)."""
+
+    friction: np.ndarray  # Coulomb coefficient of foot-ground contact
+    payload_kg: np.ndarray  # kg added to the base at its centre of mass
+    stiffness_scale: np.ndarray  # factor on the PD k_p
+    damping_scale: np.ndarray  # factor on the PD k_d
+
+    @classmethod
+    def nominal(cls, num_envs: int, friction: float = 1.0) -> "EnvParameters":
+        one = np.ones(num_envs)
+        return cls(friction=friction * one, payload_kg=0.0 * one, stiffness_scale=one.copy(), damping_scale=one.copy())
+
+    def __post_init__(self) -> None:
+        sizes = set()
+        for f in fields(self):
+            value = np.asarray(getattr(self, f.name), dtype=np.float64)
+            if value.ndim != 1 or not np.all(np.isfinite(value)):
+                raise ValueError(f"EnvParameters.{f.name} must be a finite 1-D array [N], got {value!r}")
+            setattr(self, f.name, value)
+            sizes.add(value.size)
+        if len(sizes) != 1:
+            lengths = {f.name: getattr(self, f.name).size for f in fields(self)}
+            raise ValueError(f"EnvParameters arrays differ in length: {lengths}")
+        if (self.friction < 0).any() or (self.stiffness_scale < 0).any() or (self.damping_scale < 0).any():
+            raise ValueError("EnvParameters: friction and gain scales must be >= 0")
+
+    @property
+    def num_envs(self) -> int:
+        return self.friction.size
+
+    def check(self, num_envs: int, robot) -> None:
+        """Raise if these parameters do not fit a batch of ``num_envs`` robots ``robot`` (e.g. a payload that
+        leaves a non-positive base mass)."""
+        if self.num_envs != num_envs:
+            raise ValueError(f"EnvParameters for {self.num_envs} envs given to a backend of {num_envs}")
+        base = robot.bodies[0].mass
+        if (base + self.payload_kg <= 0).any():
+            raise ValueError(f"payload {self.payload_kg.min()} kg leaves the base ({base:.2f} kg) without mass")
 
 
+@runtime_checkable
 class Backend(Protocol):
-    """What a validation backend provides (torch float64 tensors on the CPU)."""
+    """What a validation backend provides (see the module docstring for the semantics)."""
 
     name: str
     num_envs: int
     policy_dt: float
 
-    def reset(self, q: torch.Tensor, u: torch.Tensor, env_mask: torch.Tensor | None = None) -> None:
-        """Put the robots of ``env_mask`` (default: all) into states ``q`` [N, nq], ``u`` [N, nv]."""
+    def set_parameters(self, params: EnvParameters) -> None: ...
 
-    def step(self, joint_target: torch.Tensor) -> None:
-        """One policy step holding joint targets [N, n] (rad, description order)."""
+    def reset(self, q: torch.Tensor, u: torch.Tensor, env_mask: torch.Tensor | None = None) -> None: ...
 
-    def state(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(q, u)`` now."""
+    def step(self, joint_target: torch.Tensor) -> None: ...
 
+    def state(self) -> tuple[torch.Tensor, torch.Tensor]: ...
 
-class SimBackend:
-    """The project's simulator (no gradients) as a validation backend."""
-
-    def __init__(self, robot: RobotDescription, num_envs: int, sim_cfg: SimCfg, friction: float = 1.0):
-        self.name = f"diffloco-{sim_cfg.contact.mode}"
-        self.num_envs = num_envs
-        model = sim_cfg.build_model(robot, num_envs, friction=friction)
-        self.bridge = TorchSimulator(Simulator.from_cfg(model, sim_cfg))
-        self.policy_dt = sim_cfg.policy_dt
-        dtype = self.bridge.dtype
-        self.q = torch.tensor(model.default_q(), dtype=dtype)
-        self.u = torch.zeros(num_envs, model.nv, dtype=dtype)
-
-    def reset(self, q, u, env_mask=None) -> None:
-        mask = torch.ones(self.num_envs, dtype=torch.bool) if env_mask is None else env_mask
-        self.q = torch.where(mask[:, None], q.to(self.q.dtype), self.q)
-        self.u = torch.where(mask[:, None], u.to(self.u.dtype), self.u)
-
-    @torch.no_grad()
-    def step(self, joint_target) -> None:
-        out = self.bridge.step(self.q, self.u, joint_target.to(self.q.dtype))
-        self.q, self.u = out.q.clone(), out.u.clone()
-
-    def state(self):
-        return self.q.double(), self.u.double()
+    def joint_torque(self) -> torch.Tensor: ...
 
 
-class MujocoBackend:
-    """MuJoCo C, one ``MjData`` per robot, ``steps_per_policy_step`` MuJoCo steps of ``policy_dt /
-    steps_per_policy_step`` each, the drive torque of the project's DC-motor model set every MuJoCo step."""
+def __getattr__(name: str):
+    """The backends themselves live in their own modules (kept importable from here)."""
+    if name == "SimBackend":
+        from .sim_backend import SimBackend
 
-    def __init__(self, robot: RobotDescription, num_envs: int, policy_dt: float = 0.02,
-                 steps_per_policy_step: int = 8, friction: float = 1.0):
-        if robot.actuator is None:
-            raise ValueError(f"robot '{robot.name}' has no drive model")
-        self.name = "mujoco"
-        self.robot = robot
-        self.num_envs = num_envs
-        self.policy_dt = policy_dt
-        self.substeps = int(steps_per_policy_step)
-        self.model = to_mjmodel(robot, actuators="motor", timestep=policy_dt / self.substeps, friction=friction)
-        self.data = [mujoco.MjData(self.model) for _ in range(num_envs)]
+        return SimBackend
+    if name == "MujocoBackend":
+        from .mujoco_backend import MujocoBackend
 
-    def reset(self, q, u, env_mask=None) -> None:
-        q, u = q.detach().double().numpy(), u.detach().double().numpy()
-        for e, d in enumerate(self.data):
-            if env_mask is None or bool(env_mask[e]):
-                mujoco.mj_resetData(self.model, d)
-                d.qpos[:] = q[e]
-                d.qvel[:] = u[e]
-                mujoco.mj_forward(self.model, d)
-
-    def step(self, joint_target) -> None:
-        target = joint_target.detach().double().numpy()
-        act = self.robot.actuator
-        for e, d in enumerate(self.data):
-            for _ in range(self.substeps):
-                d.ctrl[:] = dc_motor_pd_torque(act, target[e], d.qpos[7:], d.qvel[6:])
-                mujoco.mj_step(self.model, d)
-
-    def state(self):
-        q = torch.tensor(np.stack([d.qpos for d in self.data]))
-        u = torch.tensor(np.stack([d.qvel for d in self.data]))
-        return q, u
+        return MujocoBackend
+    raise AttributeError(name)

@@ -1,128 +1,296 @@
-"""Closed-loop evaluation of a velocity-tracking policy on a validation backend, with the task's own conventions:
-the observation function of the task (:func:`~diffloco_ext.tasks.velocity.observations.policy_observation`), its
-joint order and action scale, its command generator (random commands as in training, heading mode included),
-its reset distribution's nominal pose, no observation noise and nominal parameters. The command ranges are the
-full ones: a training curriculum in ``commands`` (``curriculum_initial_scale`` < 1) is switched off here, since a
-fresh command generator would otherwise start at the curriculum's narrow initial ranges.
+"""Closed-loop episodes of a velocity-tracking policy on a validation backend, with the task's own conventions.
 
-The policy is called as deployed: ``actions = policy(obs)`` with ``obs`` [N, 48] float32 (a TorchScript file
-exported by ``scripts/play.py`` or the runner's inference policy), ``actions`` [N, 12].
+The task gives (:class:`TaskInterface`, from the registered task's config): the observation function
+(:func:`~diffloco_ext.tasks.velocity.observations.policy_observation`, no noise), the joint order and action
+scale (``target = default + scale * action``, Isaac Lab's joint order), the command generator
+(:class:`~diffloco_ext.tasks.velocity.commands.VelocityCommand`, for random commands), the reset height and the
+policy step. The policy is called as deployed: ``actions = policy(obs)``, ``obs`` [N, 48] float32.
 
-Per episode: the mean planar velocity error ``|v_xy* - v_xy|`` (m/s, base frame, centre of mass, as the tracking
-reward reads it), the mean yaw-rate error (rad/s), and whether the robot fell (a base collision shape at or below
-the ground, or the base below ``fall_height``); a fallen robot's episode ends there.
+Episodes of several scenarios and seeds are packed into one batch of the backend's envs (:func:`run_batch`);
+each env follows its own scenario: commands (a piecewise-constant schedule, or the task's random commands with
+heading control), per-env parameters (:class:`~.backends.EnvParameters`), pushes, observation latency. Random
+draws (initial yaw, commands, push times and kicks) come from one generator per (scenario, seed), so an
+episode's randomness does not depend on the backend.
+
+Per step and env the gate quantities (:mod:`.gates`) are accumulated, and the first episode of each scenario
+(its first seed) is recorded as a trace for the figures.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import zlib
+from collections import deque
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from ..sim.body_contacts import body_gaps
+from ..assets import get_robot
+from ..assets.robot_description import RobotDescription
+from ..tasks import registry
 from ..tasks.robot_state import BaseState, yaw_quat
 from ..tasks.velocity.commands import VelocityCommand
-from ..tasks.velocity.env_cfg import CommandsCfg
-from ..tasks.velocity.observations import policy_observation
+from ..tasks.velocity.observations import POLICY_TERMS, policy_observation
+from .backends import EnvParameters
+from .gates import MetricSums
+from .mujoco_replay import dc_motor_bounds
+from .robot_kinematics import RobotKinematics
+from .scenarios import Scenario, Settings
+
+TRACE_KEYS = ("time", "command", "lin_vel_b", "ang_vel_b", "base_pos", "roll_pitch", "joint_pos", "joint_vel",
+              "joint_target", "joint_torque", "foot_height", "stance", "q", "alive")
 
 
 @dataclass
-class EpisodeStats:
-    """Per-episode results [E] and the traces of the first episodes (for plots)."""
+class TaskInterface:
+    """What validation takes from a registered velocity task (one definition: its config and observation code)."""
 
-    lin_vel_error: np.ndarray  # m/s, mean over the episode
-    ang_vel_error: np.ndarray  # rad/s
-    fell: np.ndarray  # bool
-    length_s: np.ndarray  # s until the end or the fall
-    traces: dict = field(default_factory=dict)  # time series [T, N, .] of the first batch
+    task: str
+    env_cfg: object
+    robot: RobotDescription
+    action_scale: float
+    reset_height: float
+    policy_dt: float
+    to_isaaclab: torch.Tensor  # [n] long: x_isaaclab = x_sim[:, to_isaaclab]
+    to_sim: torch.Tensor  # [n] long: the inverse permutation
+    default_sim: torch.Tensor  # [n] float64, description order (rad)
+    default_il: torch.Tensor  # [n] float64, Isaac Lab order
+    base_com: torch.Tensor  # [3] float64, base frame (m): the nominal base centre of mass
+    num_obs: int
+    num_actions: int
 
-    def summary(self) -> dict[str, float]:
-        return {"episodes": int(self.fell.size), "lin_vel_xy_error": float(self.lin_vel_error.mean()),
-                "ang_vel_z_error": float(self.ang_vel_error.mean()), "falls": int(self.fell.sum()),
-                "mean_length_s": float(self.length_s.mean())}
-
-
-def evaluate_velocity_tracking(backend, policy, robot, model, *, episodes: int, episode_length_s: float = 20.0,
-                               commands: CommandsCfg | None = None, action_scale: float = 0.5,
-                               base_height: float = 0.6, seed: int = 0, fall_height: float = 0.25,
-                               record: bool = False, progress=None) -> EpisodeStats:
-    """Run ``episodes`` episodes (in batches of ``backend.num_envs``) of ``policy`` on ``backend``.
-
-    ``model``: a :class:`~diffloco_ext.sim.model.Model` of ``robot`` (its kinematics give the collision gaps
-    of the backend's states, and its nominal base centre of mass the observation's velocity point)."""
-    N = backend.num_envs
-    if model.num_envs != N:
-        raise ValueError(f"model has {model.num_envs} envs, the backend {N}: build the model with the backend's")
-    dt = backend.policy_dt
-    steps = int(round(episode_length_s / dt))
-    to_isaaclab = torch.as_tensor(robot.isaaclab_permutation())
-    to_sim = torch.argsort(to_isaaclab)
-    default_sim = torch.as_tensor(robot.default_joint_positions(), dtype=torch.float64)
-    default_il = default_sim[to_isaaclab]
-    base_com = torch.tensor(np.asarray(model.body_com.numpy()[:N, 0], dtype=np.float64))
-    generator = torch.Generator().manual_seed(seed)
-    base_index = [i for i, n in enumerate(model.collision.body_names) if n == "base"] if model.collision else []
-    commands = validation_commands(commands or CommandsCfg())
-    lin, ang, fell, length, traces = [], [], [], [], {}
-    for batch in range(int(np.ceil(episodes / N))):
-        cmd = VelocityCommand(commands, N, torch.device("cpu"), generator)
-        q = torch.tensor(model.default_q(base_height=base_height)[:N], dtype=torch.float64)
-        q[:, 3:7] = yaw_quat((torch.rand(N, generator=generator, dtype=torch.float64) * 2 - 1) * np.pi)
-        u = torch.zeros(N, model.nv, dtype=torch.float64)
-        backend.reset(q, u)
-        cmd.resample(torch.ones(N, dtype=torch.bool))
-        actions = torch.zeros(N, robot.num_joints, dtype=torch.float64)
-        alive = torch.ones(N, dtype=torch.bool)
-        err_lin, err_ang, count = torch.zeros(N, dtype=torch.float64), torch.zeros(N, dtype=torch.float64), torch.zeros(N)
-        rec = {k: [] for k in ("time", "command", "lin_vel_b", "ang_vel_b", "joint_pos", "joint_target", "base_height")}
-        for t in range(steps):
-            q, u = backend.state()
-            cmd.update(dt, BaseState(q, u, base_com).heading)
-            with torch.no_grad():
-                obs = policy_observation(q, u, base_com, cmd.command.double(), actions, default_il, to_isaaclab)
-                actions = policy(obs.float()).double()
-            target = default_sim + action_scale * actions[:, to_sim]
-            backend.step(target)
-            q, u = backend.state()
-            base = BaseState(q, u, base_com)
-            v_err = torch.linalg.norm(cmd.command[:, :2].double() - base.lin_vel_b[:, :2], dim=1)
-            w_err = (cmd.command[:, 2].double() - base.ang_vel_b[:, 2]).abs()
-            err_lin += torch.where(alive, v_err, torch.zeros_like(v_err))
-            err_ang += torch.where(alive, w_err, torch.zeros_like(w_err))
-            count += alive.float()
-            down = q[:, 2] < fall_height
-            if base_index:
-                gaps = body_gaps(model, _warp_q(model, q)).numpy()
-                down |= torch.as_tensor(gaps[:, base_index].min(axis=1) <= 0.0)
-            alive &= ~down
-            if record and batch == 0:
-                rec["time"].append((t + 1) * dt)
-                rec["command"].append(cmd.command.clone().numpy())
-                rec["lin_vel_b"].append(base.lin_vel_b.numpy())
-                rec["ang_vel_b"].append(base.ang_vel_b.numpy())
-                rec["joint_pos"].append(q[:, 7:][:, to_isaaclab].numpy())
-                rec["joint_target"].append(target[:, to_isaaclab].numpy())
-                rec["base_height"].append(q[:, 2].numpy())
-            if progress is not None and t % 100 == 0:
-                progress(batch, t, steps)
-        take = min(N, episodes - batch * N)
-        lin.append((err_lin / count.clamp(min=1))[:take].numpy())
-        ang.append((err_ang / count.clamp(min=1))[:take].numpy())
-        fell.append((~alive)[:take].numpy())
-        length.append((count * dt)[:take].numpy())
-        if record and batch == 0:
-            traces = {k: np.asarray(v) for k, v in rec.items()}
-    return EpisodeStats(np.concatenate(lin), np.concatenate(ang), np.concatenate(fell), np.concatenate(length),
-                        traces)
+    @classmethod
+    def from_task(cls, task: str) -> "TaskInterface":
+        cfg = registry.load_cfg(task)
+        if not hasattr(cfg, "commands") or not hasattr(cfg, "actions"):
+            raise ValueError(f"task '{task}' is not a velocity-tracking task (no commands/actions config)")
+        robot = get_robot(cfg.robot)
+        to_il = torch.as_tensor(robot.isaaclab_permutation(), dtype=torch.long)
+        default = torch.as_tensor(robot.default_joint_positions(), dtype=torch.float64)
+        return cls(task=task, env_cfg=cfg, robot=robot, action_scale=float(cfg.actions.scale),
+                   reset_height=float(cfg.reset.height), policy_dt=float(cfg.sim.policy_dt), to_isaaclab=to_il,
+                   to_sim=torch.argsort(to_il), default_sim=default, default_il=default[to_il],
+                   base_com=torch.as_tensor(np.asarray(robot.bodies[0].com, dtype=np.float64)),
+                   num_obs=sum(size for _, size in POLICY_TERMS), num_actions=robot.num_joints)
 
 
-def validation_commands(commands: CommandsCfg) -> CommandsCfg:
-    """``commands`` with any training curriculum switched off (validation samples the full ranges)."""
-    return replace(commands, curriculum_initial_scale=1.0, curriculum_steps=0)
+@dataclass
+class EpisodeSpec:
+    """One episode to run: scenario, seed, episode index within the (scenario, seed), whether it is traced."""
+
+    scenario: Scenario
+    seed: int
+    index: int
+    trace: bool
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.scenario.name, self.seed
 
 
-def _warp_q(model, q: torch.Tensor):
-    import warp as wp
+@dataclass
+class BatchResult:
+    episodes: list[tuple[EpisodeSpec, dict]]  # (spec, its MetricSums row)
+    traces: dict[str, dict[str, np.ndarray]]  # scenario name -> trace arrays [T, ...]
+    observations: list[torch.Tensor] = field(default_factory=list)  # recorded policy inputs (float32)
+    steps: int = 0
 
-    return wp.array(q.numpy().astype(model.np_dtype), dtype=model.dtype, device=model.device)
+
+def plan_episodes(scenarios: list[Scenario]) -> list[EpisodeSpec]:
+    """Every episode of every scenario and seed (the first of each scenario is traced)."""
+    return [EpisodeSpec(s, seed, i, trace=(k == 0 and i == 0))
+            for s in scenarios for k, seed in enumerate(s.seeds) for i in range(s.episodes)]
+
+
+def pack_batches(specs: list[EpisodeSpec], max_envs: int) -> list[list[EpisodeSpec]]:
+    """Batches of at most ``max_envs`` episodes, longest first (episodes of a batch run as long as its longest)."""
+    order = sorted(specs, key=lambda s: -s.scenario.duration_s)
+    return [order[i:i + max_envs] for i in range(0, len(order), max_envs)]
+
+
+def batch_steps(batch: list[EpisodeSpec], policy_dt: float) -> int:
+    return int(round(max(s.scenario.duration_s for s in batch) / policy_dt))
+
+
+def _generator(name: str, seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed((int(seed) * 1_000_003 + zlib.crc32(name.encode())) % (2 ** 63))
+
+
+def _uniform(gen: torch.Generator, lo: float, hi: float, *shape) -> torch.Tensor:
+    return lo + (hi - lo) * torch.rand(*shape, generator=gen, dtype=torch.float64)
+
+
+def roll_pitch(quat: torch.Tensor) -> torch.Tensor:
+    """Roll and pitch (rad) [N, 2] of base quaternions (w, x, y, z) (ZYX Euler angles)."""
+    w, x, y, z = quat.unbind(-1)
+    roll = torch.atan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
+    pitch = torch.asin((2 * (w * y - z * x)).clamp(-1.0, 1.0))
+    return torch.stack((roll, pitch), dim=-1)
+
+
+class _Group:
+    """The envs of one (scenario, seed) in a batch: their generator, commands and push timers."""
+
+    def __init__(self, scenario: Scenario, seed: int, envs: list[int], task_commands):
+        self.scenario = scenario
+        self.envs = torch.as_tensor(envs, dtype=torch.long)
+        self.gen = _generator(scenario.name, seed)
+        n = len(envs)
+        self.yaw = (_uniform(self.gen, -np.pi, np.pi, n) if scenario.initial_yaw is None
+                    else torch.full((n,), scenario.initial_yaw, dtype=torch.float64))
+        self.commands = None
+        if scenario.schedule is None:
+            self.commands = VelocityCommand(scenario.commands_cfg(task_commands), n, torch.device("cpu"), self.gen)
+            self.commands.resample(torch.ones(n, dtype=torch.bool))
+        self.next_push = None
+        if scenario.push is not None:
+            self.next_push = _uniform(self.gen, *scenario.push.interval_s, n)
+
+    def command(self, t: float, heading: torch.Tensor, dt: float) -> torch.Tensor:
+        if self.commands is None:
+            return torch.as_tensor(self.scenario.command_at(t), dtype=torch.float64).expand(len(self.envs), 3)
+        self.commands.update(dt, heading[self.envs])
+        return self.commands.command.double()
+
+
+def run_batch(backend, policy, task: TaskInterface, kinematics: RobotKinematics, batch: list[EpisodeSpec],
+              settings: Settings, record_observations: int = 0, on_step=None) -> BatchResult:
+    """Run the episodes ``batch`` (at most ``backend.num_envs``; extra envs stand idle at nominal settings)."""
+    N, n = backend.num_envs, task.num_actions
+    B = len(batch)
+    if B > N:
+        raise ValueError(f"{B} episodes do not fit a backend of {N} envs")
+    if kinematics.model.num_envs != N:
+        raise ValueError(f"kinematics for {kinematics.model.num_envs} envs, backend has {N}")
+    robot, act, dt = task.robot, task.robot.actuator, backend.policy_dt
+    if abs(dt - task.policy_dt) > 1e-9:
+        raise ValueError(f"backend '{backend.name}' steps {dt} s, the task's policy step is {task.policy_dt} s")
+    steps = batch_steps(batch, dt)
+    duration = torch.tensor([s.scenario.duration_s for s in batch] + [0.0] * (N - B), dtype=torch.float64)
+
+    # per-env parameters and groups
+    params = EnvParameters.nominal(N)
+    for e, spec in enumerate(batch):
+        for key in params.__dataclass_fields__:
+            getattr(params, key)[e] = spec.scenario.parameter(key, spec.index)
+    groups: dict[tuple[str, int], list[int]] = {}
+    for e, spec in enumerate(batch):
+        groups.setdefault(spec.key, []).append(e)
+    groups = {key: _Group(batch[envs[0]].scenario, key[1], envs, task.env_cfg.commands)
+              for key, envs in groups.items()}
+    delay = torch.tensor([s.scenario.observation_delay_steps for s in batch] + [0] * (N - B), dtype=torch.long)
+    kp = torch.as_tensor(act.stiffness * params.stiffness_scale)[:, None]
+    kd = torch.as_tensor(act.damping * params.damping_scale)[:, None]
+    lower = torch.tensor([j.lower for j in robot.joints], dtype=torch.float64)
+    upper = torch.tensor([j.upper for j in robot.joints], dtype=torch.float64)
+
+    q = torch.tensor(kinematics.model.default_q(base_height=task.reset_height), dtype=torch.float64)
+    for g in groups.values():
+        q[g.envs, 3:7] = yaw_quat(g.yaw)
+    u = torch.zeros(N, robot.num_joints + 6, dtype=torch.float64)
+    backend.set_parameters(params)
+    backend.reset(q, u)
+
+    sums = MetricSums(N, n)
+    alive = torch.ones(N, dtype=torch.bool)
+    alive[B:] = False
+    actions = torch.zeros(N, n, dtype=torch.float64)
+    history = deque(maxlen=int(delay.max()) + 1)
+    traced = {e: spec.scenario.name for e, spec in enumerate(batch) if spec.trace}
+    records = {e: {k: [] for k in TRACE_KEYS} for e in traced}
+    observations, recorded = [], 0
+    base_com = task.base_com.expand(N, 3)
+    command = torch.zeros(N, 3, dtype=torch.float64)
+    for t in range(steps):
+        time_s = t * dt
+        q, u = backend.state()
+        history.append((q, u))
+        heading = BaseState(q, u, base_com).heading
+        for g in groups.values():
+            command[g.envs] = g.command(time_s, heading, dt)
+        if int(delay.max()) > 0:  # the state the policy sees: ``delay`` policy steps old (the oldest at the start)
+            back = (len(history) - 1 - delay).clamp(min=0)
+            q_obs = torch.stack([h[0] for h in history])[back, torch.arange(N)]
+            u_obs = torch.stack([h[1] for h in history])[back, torch.arange(N)]
+        else:
+            q_obs, u_obs = q, u
+        obs = policy_observation(q_obs, u_obs, base_com, command, actions, task.default_il, task.to_isaaclab)
+        with torch.no_grad():
+            new_actions = policy(obs.float()).double()
+        if record_observations and recorded < record_observations and t % 5 == 0:
+            rows = obs[:B][alive[:B]].float()[: record_observations - recorded]
+            observations.append(rows)
+            recorded += rows.shape[0]
+        target = task.default_sim + task.action_scale * new_actions[:, task.to_sim]
+        qd = u[:, 6:]
+        demand = kp * (target - q[:, 7:]) - kd * qd
+        lo, hi = dc_motor_bounds(act, qd.numpy())
+        saturated = (demand.numpy() > hi + 1e-6) | (demand.numpy() < lo - 1e-6)
+        backend.step(target)
+        q, u = backend.state()
+        torque = backend.joint_torque().numpy()
+        base = BaseState(q, u, base_com)
+        end = time_s + dt
+        active = (torch.as_tensor(end <= duration + 1e-9)) & alive
+        fallen = torch.as_tensor(kinematics.fallen(q, settings.fall_height))
+        newly = fallen & active
+        sums.fell |= newly.numpy()
+        sums.fall_time = np.where(newly.numpy(), end, sums.fall_time)
+        alive &= ~newly
+        gated = (active & ~fallen & torch.as_tensor(end > settings.warmup_s + 1e-9)).numpy()
+        finite_q = torch.nan_to_num(q)
+        foot_pos, foot_vel = kinematics.feet(finite_q, torch.nan_to_num(u))
+        heights = kinematics.foot_heights(foot_pos)
+        stance = heights <= settings.stance_height
+        tilt = roll_pitch(finite_q[:, 3:7])
+        sums.add(gated,
+                 lin_err=torch.linalg.norm(command[:, :2] - base.lin_vel_b[:, :2], dim=1).numpy(),
+                 ang_err=(command[:, 2] - base.ang_vel_b[:, 2]).abs().numpy(),
+                 torque=torque, saturated=saturated,
+                 qd_ratio=(u[:, 6:].abs().max(dim=1).values / act.velocity_limit).numpy(),
+                 limit_excess=torch.clamp(torch.maximum(lower - q[:, 7:], q[:, 7:] - upper), min=0.0)
+                 .max(dim=1).values.numpy(),
+                 stance=stance, slip=np.linalg.norm(foot_vel[..., :2], axis=-1),
+                 tilt=tilt.abs().max(dim=1).values.numpy(),
+                 action_rate=torch.sqrt(torch.mean((new_actions - actions) ** 2, dim=1)).numpy())
+        for e in records:
+            if end > duration[e] + 1e-9:
+                continue
+            r = records[e]
+            r["time"].append(end)
+            r["command"].append(command[e].numpy().copy())
+            r["lin_vel_b"].append(base.lin_vel_b[e].numpy())
+            r["ang_vel_b"].append(base.ang_vel_b[e].numpy())
+            r["base_pos"].append(q[e, :3].numpy())
+            r["roll_pitch"].append(tilt[e].numpy())
+            r["joint_pos"].append(q[e, 7:][task.to_isaaclab].numpy())
+            r["joint_vel"].append(u[e, 6:][task.to_isaaclab].numpy())
+            r["joint_target"].append(target[e][task.to_isaaclab].numpy())
+            r["joint_torque"].append(torque[e][task.to_isaaclab.numpy()])
+            r["foot_height"].append(heights[e])
+            r["stance"].append(stance[e])
+            r["q"].append(q[e].numpy())
+            r["alive"].append(bool(alive[e]))
+        actions = new_actions
+        # pushes: a base velocity kick (world x, y) for the due envs of each pushed scenario
+        pushed = torch.zeros(N, dtype=torch.bool)
+        kicked = u.clone()
+        for g in groups.values():
+            if g.next_push is None:
+                continue
+            due = (g.next_push <= end) & alive[g.envs] & active[g.envs]
+            kick = _uniform(g.gen, -g.scenario.push.velocity_xy, g.scenario.push.velocity_xy, len(g.envs), 2)
+            later = end + _uniform(g.gen, *g.scenario.push.interval_s, len(g.envs))
+            g.next_push = torch.where(due, later, g.next_push)
+            if bool(due.any()):
+                idx = g.envs[due]
+                kicked[idx, :2] += kick[due]
+                pushed[idx] = True
+        if bool(pushed.any()):
+            backend.reset(q, kicked, pushed)
+        if on_step is not None:
+            finished = int(((duration[:B] <= end + 1e-9) | ~alive[:B]).sum())
+            on_step(t + 1, steps, finished)
+    episodes = [(spec, {k: v[0] for k, v in sums.rows(np.array([e])).items()}) for e, spec in enumerate(batch)]
+    traces = {name: {k: np.asarray(v) for k, v in records[e].items()} for e, name in traced.items()}
+    return BatchResult(episodes=episodes, traces=traces, observations=observations, steps=steps)

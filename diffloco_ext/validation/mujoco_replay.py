@@ -19,11 +19,25 @@ from ..assets.mjcf_exporter import to_mjmodel
 from ..assets.robot_description import ActuatorParams, RobotDescription
 
 
-def dc_motor_pd_torque(actuator: ActuatorParams, target: np.ndarray, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
-    """``clip(k_p (q* - q) - k_d qd, tau_min(qd), tau_max(qd))`` with Isaac Lab's DC-motor envelope (N·m)."""
-    tau = actuator.stiffness * (target - q) - actuator.damping * qd
-    hi = np.clip(actuator.saturation_effort * (1.0 - qd / actuator.velocity_limit), 0.0, actuator.effort_limit)
-    lo = np.clip(actuator.saturation_effort * (-1.0 - qd / actuator.velocity_limit), -actuator.effort_limit, 0.0)
+def dc_motor_bounds(actuator: ActuatorParams, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(tau_min(qd), tau_max(qd))`` of Isaac Lab's DC-motor envelope at joint speeds ``qd`` (N·m):
+    ``tau_max = clip(S (1 - qd / v), 0, E)``, ``tau_min = clip(S (-1 - qd / v), -E, 0)``."""
+    S, E, v = actuator.saturation_effort, actuator.effort_limit, actuator.velocity_limit
+    hi = np.clip(S * (1.0 - qd / v), 0.0, E)
+    lo = np.clip(S * (-1.0 - qd / v), -E, 0.0)
+    return lo, hi
+
+
+def dc_motor_pd_torque(actuator: ActuatorParams, target: np.ndarray, q: np.ndarray, qd: np.ndarray,
+                       stiffness: np.ndarray | float | None = None,
+                       damping: np.ndarray | float | None = None) -> np.ndarray:
+    """``clip(k_p (q* - q) - k_d qd, tau_min(qd), tau_max(qd))`` with Isaac Lab's DC-motor envelope (N·m).
+
+    ``stiffness``/``damping``: gains broadcastable to ``q`` (e.g. [N, 1] per env) in place of the actuator's."""
+    kp = actuator.stiffness if stiffness is None else stiffness
+    kd = actuator.damping if damping is None else damping
+    tau = kp * (target - q) - kd * qd
+    lo, hi = dc_motor_bounds(actuator, qd)
     return np.clip(tau, lo, hi)
 
 

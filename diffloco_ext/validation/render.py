@@ -35,8 +35,9 @@ def _gl_context(width: int, height: int):
 
 
 def render_states(robot, qs: np.ndarray, width: int = 640, height: int = 360, distance: float = 2.5,
-                  elevation: float = -20.0, azimuth: float = 135.0) -> np.ndarray:
-    """RGB frames [T, height, width, 3] (uint8) of the states ``qs`` [T, nq]."""
+                  elevation: float = -20.0, azimuth: float = 135.0, shadows: bool = True) -> np.ndarray:
+    """RGB frames [T, height, width, 3] (uint8) of the states ``qs`` [T, nq] (``shadows``: shadows and the
+    floor's reflection, which cost most of a frame on a software renderer)."""
     import mujoco
 
     from ..assets.mjcf_exporter import to_mjspec
@@ -59,6 +60,9 @@ def render_states(robot, qs: np.ndarray, width: int = 640, height: int = 360, di
     context = _gl_context(width, height)
     try:
         scene = mujoco.MjvScene(model, maxgeom=2000)
+        # software GL (llvmpipe, OSMesa) spends most of a frame on shadows and the floor's reflection
+        scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = shadows
+        scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = shadows
         mjr = mujoco.MjrContext(model, mujoco.mjtFontScale.mjFONTSCALE_150)
         mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, mjr)
         viewport = mujoco.MjrRect(0, 0, width, height)

@@ -1,0 +1,162 @@
+"""Gates: what a policy must satisfy before hardware, measured per scenario and backend, and the verdict.
+
+Every gate is a number measured over a scenario's episodes (all its seeds) that must not exceed its threshold
+(``measured <= threshold`` passes; a measurement without samples, NaN, fails). Samples are the policy steps
+after the warm-up (``settings.warmup_s``: the drop from the reset height) of robots that have not fallen, until
+the episode's end; ``fall_rate`` counts every episode.
+
+=================== ======= ==================================================================================
+gate                unit    measured
+=================== ======= ==================================================================================
+lin_vel_error       m/s     mean planar tracking error ``|v*_xy - v_xy|`` (base frame, base centre of mass)
+ang_vel_error       rad/s   mean yaw-rate tracking error ``|w*_z - w_z|``
+fall_rate           1       fraction of episodes with a fall (:mod:`.robot_kinematics`)
+torque_rms          1       largest per-joint RMS of the applied drive torque, over the effort limit ``E``
+torque_saturation   1       fraction of joint samples whose PD demand ``k_p (q* - q) - k_d qd`` (at the policy
+                            step's start) lies outside the DC-motor envelope at the joint's speed
+joint_velocity      1       largest ``|qd|`` over the DC motor's no-load speed ``v`` (beyond it the motor brakes)
+joint_limit         rad     largest excursion beyond the description's joint ranges (no simulator models them)
+foot_slip           m/s     mean horizontal speed of the feet in stance (bottom within ``stance_height``)
+base_tilt           rad     largest ``|roll|`` or ``|pitch|`` of the base
+action_rate         1       mean over samples of the RMS over joints of ``a_t - a_(t-1)`` (action units)
+export_mismatch     1       largest ``|a_exported - a_torch|`` on the recorded observations (not per scenario)
+=================== ======= ==================================================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+#: Gate name -> (unit, one-line description).
+GATES: dict[str, tuple[str, str]] = {
+    "lin_vel_error": ("m/s", "mean planar velocity tracking error"),
+    "ang_vel_error": ("rad/s", "mean yaw-rate tracking error"),
+    "fall_rate": ("", "fraction of episodes with a fall"),
+    "torque_rms": ("x E", "largest per-joint RMS drive torque / effort limit"),
+    "torque_saturation": ("", "fraction of joint samples with the PD demand outside the DC-motor envelope"),
+    "joint_velocity": ("x v", "largest |joint velocity| / DC-motor no-load speed"),
+    "joint_limit": ("rad", "largest excursion beyond the joint ranges"),
+    "foot_slip": ("m/s", "mean horizontal speed of stance feet"),
+    "base_tilt": ("rad", "largest |roll| or |pitch|"),
+    "action_rate": ("", "mean RMS action change per policy step"),
+    "export_mismatch": ("", "largest |exported - torch| action on the recorded observations"),
+}
+SCENARIO_GATES = tuple(g for g in GATES if g != "export_mismatch")
+
+#: Per-env sums a batch accumulates (arrays [N], ``torque_sq`` [N, n]); see :class:`MetricSums`.
+_SUM_FIELDS = ("samples", "lin_err", "ang_err", "saturated", "joint_samples", "stance", "slip", "action_rate")
+_MAX_FIELDS = ("qd_ratio", "limit_excess", "tilt")
+
+
+class MetricSums:
+    """Per-env running sums and maxima over the gated samples of a batch of ``N`` episodes."""
+
+    def __init__(self, num_envs: int, num_joints: int):
+        for name in _SUM_FIELDS:
+            setattr(self, name, np.zeros(num_envs))
+        for name in _MAX_FIELDS:
+            setattr(self, name, np.zeros(num_envs))
+        self.torque_sq = np.zeros((num_envs, num_joints))
+        self.fell = np.zeros(num_envs, dtype=bool)
+        self.fall_time = np.full(num_envs, np.nan)
+
+    def add(self, m: np.ndarray, *, lin_err, ang_err, torque, saturated, qd_ratio, limit_excess, stance, slip,
+            tilt, action_rate) -> None:
+        """Accumulate one policy step for the envs of mask ``m`` [N] (the others are left as they are)."""
+        w = m.astype(np.float64)
+        self.samples += w
+        self.lin_err += w * lin_err
+        self.ang_err += w * ang_err
+        self.torque_sq += w[:, None] * torque ** 2
+        self.saturated += w * saturated.sum(axis=1)
+        self.joint_samples += w * saturated.shape[1]
+        self.stance += w * stance.sum(axis=1)
+        self.slip += w * (slip * stance).sum(axis=1)
+        self.action_rate += w * action_rate
+        for name, value in (("qd_ratio", qd_ratio), ("limit_excess", limit_excess), ("tilt", tilt)):
+            current = getattr(self, name)
+            setattr(self, name, np.where(m, np.maximum(current, value), current))
+
+    def rows(self, index: np.ndarray) -> dict[str, np.ndarray]:
+        """The sums of envs ``index`` (for one episode each) as a dict of arrays."""
+        out = {name: getattr(self, name)[index].copy() for name in (*_SUM_FIELDS, *_MAX_FIELDS)}
+        out["torque_sq"] = self.torque_sq[index].copy()
+        out["fell"] = self.fell[index].copy()
+        out["fall_time"] = self.fall_time[index].copy()
+        return out
+
+
+def scenario_metrics(episodes: list[dict], effort_limit: float) -> dict[str, float]:
+    """The gate measurements of a scenario from its episodes' sums (each a :meth:`MetricSums.rows` entry of one
+    env: scalars, ``torque_sq`` [n])."""
+    def total(name):
+        return float(sum(float(e[name]) for e in episodes))
+
+    samples = total("samples")
+    nan = float("nan")
+
+    def ratio(num, den):
+        return num / den if den > 0 else nan
+
+    torque_sq = np.sum([e["torque_sq"] for e in episodes], axis=0)
+    rms = np.sqrt(torque_sq / samples) if samples > 0 else np.full_like(torque_sq, nan)
+    peak = {name: (max(float(e[name]) for e in episodes) if samples > 0 else nan)
+            for name in _MAX_FIELDS}
+    return {
+        "lin_vel_error": ratio(total("lin_err"), samples),
+        "ang_vel_error": ratio(total("ang_err"), samples),
+        "fall_rate": float(np.mean([bool(e["fell"]) for e in episodes])) if episodes else nan,
+        "torque_rms": float(rms.max()) / effort_limit,
+        "torque_saturation": ratio(total("saturated"), total("joint_samples")),
+        "joint_velocity": peak["qd_ratio"],
+        "joint_limit": peak["limit_excess"],
+        "foot_slip": ratio(total("slip"), total("stance")),
+        "base_tilt": peak["tilt"],
+        "action_rate": ratio(total("action_rate"), samples),
+    }
+
+
+@dataclass
+class GateResult:
+    """One gate of one scenario (or the export gate) in one backend."""
+
+    gate: str
+    value: float
+    threshold: float
+    backend: str = "-"
+    scenario: str = "-"
+
+    @property
+    def passed(self) -> bool:
+        return bool(np.isfinite(self.value) and self.value <= self.threshold)
+
+    @property
+    def unit(self) -> str:
+        return GATES[self.gate][0]
+
+    def describe(self) -> str:
+        value = "n/a (no samples)" if not np.isfinite(self.value) else f"{self.value:.4g}"
+        unit = f" {self.unit}" if self.unit else ""
+        return f"{self.backend} / {self.scenario}: {self.gate} = {value}{unit} > {self.threshold:.4g}{unit}"
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["value"] = None if not np.isfinite(self.value) else float(self.value)
+        d["passed"] = self.passed
+        d["unit"] = self.unit
+        return d
+
+
+def check_gates(metrics: dict[str, float], thresholds: dict[str, float | None], backend: str,
+                scenario: str) -> list[GateResult]:
+    """The results of the enabled gates (threshold not None) of one scenario in one backend."""
+    return [GateResult(name, float(metrics[name]), float(t), backend, scenario)
+            for name, t in thresholds.items() if t is not None and name in metrics]
+
+
+def verdict(results: list[GateResult]) -> tuple[str, list[GateResult]]:
+    """``("PASS" | "FAIL", failing gates)``."""
+    failing = [r for r in results if not r.passed]
+    return ("FAIL" if failing else "PASS"), failing

@@ -1,0 +1,54 @@
+"""What the validation runner reads of a robot state besides the base: foot positions and velocities and the
+collision bodies' gaps to the ground, computed with the project's kinematics (float64) from ``(q, u)``, the same
+way for every backend (contacts and falls are not taken from the engines, so they mean the same everywhere).
+
+* stance: a foot sphere's bottom within ``stance_height`` (m) of the ground (z = 0);
+* foot slip: the horizontal speed (m/s) of a stance foot's sphere centre;
+* fall: a base collision capsule at or below the ground, or the base origin below ``fall_height`` (m), as the
+  task's termination (base contact).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import warp as wp
+
+from ..assets.robot_description import RobotDescription
+from ..sim import Simulator, build_model
+
+
+class RobotKinematics:
+    """Kinematics of ``num_envs`` copies of ``robot`` (nominal masses: the kinematics do not depend on them)."""
+
+    def __init__(self, robot: RobotDescription, num_envs: int):
+        self.robot = robot
+        self.model = build_model(robot, num_envs, dtype="float64")
+        self.sim = Simulator(self.model)
+        self.foot_radius = np.array([f.radius for f in robot.feet])
+        names = self.model.collision.body_names if self.model.collision is not None else ()
+        self.base_bodies = [i for i, n in enumerate(names) if n == robot.bodies[0].name]
+
+    def _wp(self, x: torch.Tensor) -> wp.array:
+        return wp.array(np.ascontiguousarray(x.detach().double().numpy()), dtype=wp.float64, device=self.model.device)
+
+    def feet(self, q: torch.Tensor, u: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+        """Foot sphere centres and velocities (world, m and m/s), each [N, F, 3]."""
+        pos, vel = self.sim.foot_kinematics(self._wp(q), self._wp(u))
+        return pos.numpy().reshape(q.shape[0], -1, 3), vel.numpy().reshape(q.shape[0], -1, 3)
+
+    def foot_heights(self, foot_pos: np.ndarray) -> np.ndarray:
+        """Height of each foot sphere's bottom above the ground [N, F] (m)."""
+        return foot_pos[..., 2] - self.foot_radius
+
+    def fallen(self, q: torch.Tensor, fall_height: float) -> np.ndarray:
+        """[N] bool: base collision shape at or below the ground, base below ``fall_height``, or a non-finite
+        state (a diverged engine)."""
+        qn = q.detach().double().numpy()
+        finite = np.isfinite(qn).all(axis=1)
+        down = ~finite | (np.where(finite, qn[:, 2], 0.0) < fall_height)
+        if self.base_bodies:
+            safe = torch.as_tensor(np.where(finite[:, None], qn, self.model.default_q()))
+            gaps = self.sim.body_gaps(self._wp(safe)).numpy()
+            down |= gaps[:, self.base_bodies].min(axis=1) <= 0.0
+        return down

@@ -1,0 +1,123 @@
+"""Scenario and gate files: the robots' defaults hold the issue's scenarios; malformed files are clear errors."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from diffloco_ext.validation.gates import GATES
+from diffloco_ext.validation.scenarios import ScenarioConfigError, default_config_path, load_config
+
+from .scenario_files import make_config, write_config
+
+
+@pytest.mark.parametrize("robot", ["anymal_d", "anymal_c"])
+def test_the_default_files_hold_every_scenario_of_the_issue(robot):
+    config = load_config(default_config_path(robot))
+    assert config.robot == robot
+    by_name = {s.name: s for s in config.scenarios}
+    for name, column in (("vx_sweep", 1), ("lateral_sweep", 2), ("yaw_sweep", 3)):
+        schedule = by_name[name].schedule
+        swept = schedule[:, column]
+        assert swept.max() >= 1.0 and swept.min() <= -1.0  # forward and backward (paper A, Fig. 6)
+        assert (schedule[:, [c for c in (1, 2, 3) if c != column]] == 0).all()
+    assert by_name["random_commands"].schedule is None
+    assert by_name["pushes"].push is not None and by_name["pushes"].push.velocity_xy > 0
+    friction = by_name["friction"].parameters["friction"]
+    assert min(friction) == 0.4 and max(friction) == 1.2
+    assert sorted(set(by_name["payload"].parameters["payload_kg"])) == [-5.0, 5.0]
+    gains = by_name["pd_gains"].parameters
+    assert set(gains["stiffness_scale"]) == {0.8, 1.2} and set(gains["damping_scale"]) == {0.8, 1.2}
+    assert by_name["latency"].observation_delay_steps == 1
+    assert len(config.settings.seeds) >= 2
+    assert set(config.gates) == set(GATES)
+    assert config.figure_scenario.name == "vx_sweep"
+
+
+def test_extends_inherits_overrides_and_appends(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump({
+        "robot": "anymal_d", "extends": "anymal_d", "gates": {"foot_slip": 0.05},
+        "scenarios": [{"name": "payload", "payload_kg": [-10.0, 10.0]}, {"name": "stairs_free", "duration_s": 3}]}))
+    config = load_config(path)
+    base = load_config(default_config_path("anymal_d"))
+    names = [s.name for s in config.scenarios]
+    assert names == [s.name for s in base.scenarios] + ["stairs_free"]
+    assert config.scenario("payload").parameters["payload_kg"] == [-10.0, 10.0]
+    assert config.gates["foot_slip"] == 0.05 and config.gates["fall_rate"] == base.gates["fall_rate"]
+    assert config.scenario("stairs_free").gates["foot_slip"] == 0.05  # file gates reach every scenario
+    assert config.scenario("friction").gates["foot_slip"] == base.scenario("friction").gates["foot_slip"]
+
+
+def test_scenario_gate_overrides_and_null_disable(tmp_path):
+    config = make_config(tmp_path, [{"name": "a", "gates": {"base_tilt": None, "foot_slip": 0.3}}])
+    gates = config.scenario("a").gates
+    assert gates["base_tilt"] is None and gates["foot_slip"] == 0.3
+
+
+def test_schedule_lookup_and_default_duration(tmp_path):
+    config = make_config(tmp_path, [{"name": "s", "commands": {"schedule": [[1.0, 0.5, 0, 0], [2.0, 0, 0, 1.0]]}}])
+    s = config.scenario("s")
+    assert s.duration_s == 3.0
+    assert list(s.command_at(0.5)) == [0.5, 0, 0] and list(s.command_at(1.5)) == [0, 0, 1.0]
+    assert list(s.command_at(10.0)) == [0, 0, 1.0]  # the last command holds
+
+
+BAD = [
+    ({"scenarios": [{"name": "a", "episods": 2}]}, "unknown key(s) ['episods']"),
+    ({"scenarios": [{"name": "a", "episodes": "two"}]}, "episodes: must be an integer"),
+    ({"scenarios": [{"name": "a", "episodes": 0}]}, "episodes: must be > 0"),
+    ({"scenarios": [{"name": "a", "friction": [0.4, "high"]}]}, "friction: must be a number"),
+    ({"scenarios": [{"name": "a", "friction": -0.1}]}, "friction: must be >= 0"),
+    ({"scenarios": [{"name": "a", "commands": {"schedule": [[1.0, 0.5, 0.0]]}}]}, "must be [hold_s, vx, vy, wz]"),
+    ({"scenarios": [{"name": "a", "commands": {"shedule": []}}]}, "must be {schedule:"),
+    ({"scenarios": [{"name": "a", "commands": {"random": {"lin_vel_x": 1.0}}}]}, "must be a list [low, high]"),
+    ({"scenarios": [{"name": "a", "commands": {"random": {"speed": 1.0}}}]}, "unknown key(s) ['speed']"),
+    ({"scenarios": [{"name": "a", "push": {"interval": [1, 2], "velocity_xy": 0.5}}]}, "unknown key(s) ['interval']"),
+    ({"scenarios": [{"name": "a", "push": {"interval_s": [3, 1], "velocity_xy": 0.5}}]}, "low 3.0 > high 1.0"),
+    ({"scenarios": [{"name": "a", "gates": {"tilt": 0.3}}]}, "unknown gate 'tilt'"),
+    ({"scenarios": [{"name": "a", "gates": {"export_mismatch": 0.3}}]}, "export_mismatch is checked once per run"),
+    ({"scenarios": [{"name": "a", "plot": "yes"}]}, "plot must be true or false"),
+    ({"scenarios": [{"name": "a"}, {"name": "a"}]}, "scenario names must be unique: ['a']"),
+    ({"scenarios": [{"episodes": 1}]}, "needs a 'name'"),
+    ({"scenarios": []}, "'scenarios' must be a non-empty list"),
+    ({"scenarios": [{"name": "a"}], "settings": {"seeds": 3}}, "settings.seeds: must be a non-empty list"),
+    ({"scenarios": [{"name": "a"}], "settings": {"warmup": 1}}, "unknown key(s) ['warmup']"),
+    ({"scenarios": [{"name": "a"}], "settings": {"figure_scenario": "b"}}, "figure_scenario 'b' is not a scenario"),
+    ({"scenarios": [{"name": "a"}], "gates": {"lin_vel_error": "low"}}, "gates.lin_vel_error: must be a number"),
+    ({"scenarios": [{"name": "a"}], "robots": "anymal_d"}, "unknown key(s) ['robots']"),
+]
+
+
+@pytest.mark.parametrize("change, message", BAD, ids=[m for _, m in BAD])
+def test_malformed_files_name_the_key(tmp_path, change, message):
+    data = {"robot": "anymal_d", "extends": "anymal_d", "inherit_scenarios": False, **change}
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ScenarioConfigError) as err:
+        load_config(path)
+    assert message in str(err.value) and str(path) in str(err.value)
+
+
+def test_missing_threshold_missing_file_bad_yaml_and_loops(tmp_path):
+    path = tmp_path / "nogates.yaml"
+    path.write_text(yaml.safe_dump({"robot": "anymal_d", "gates": {"fall_rate": 0.0}, "scenarios": [{"name": "a"}]}))
+    with pytest.raises(ScenarioConfigError, match="have no threshold"):
+        load_config(path)
+    with pytest.raises(ScenarioConfigError, match="not found"):
+        load_config(tmp_path / "absent.yaml")
+    with pytest.raises(ScenarioConfigError, match="not found"):
+        write_config(tmp_path, [{"name": "a"}], robot="anymal_x")  # its extends: no file for that robot
+        load_config(tmp_path / "scenarios.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("robot: anymal_d\nscenarios: [ {name: a\n")
+    with pytest.raises(ScenarioConfigError, match="not valid YAML"):
+        load_config(bad)
+    loop = tmp_path / "loop.yaml"
+    loop.write_text(yaml.safe_dump({"robot": "anymal_d", "extends": str(loop), "scenarios": [{"name": "a"}]}))
+    with pytest.raises(ScenarioConfigError, match="loops back"):
+        load_config(loop)
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- robot: anymal_d\n")
+    with pytest.raises(ScenarioConfigError, match="must be a mapping"):
+        load_config(listed)
