@@ -86,23 +86,41 @@ def resolve_checkpoint(args, agent_cfg, checkpoint: str | None = None) -> str:
     return get_checkpoint_path(experiment_dir(args, agent_cfg), agent_cfg.load_run, pattern)
 
 
-def learn_within_budget(runner, minutes: float, probe_iterations: int = 5, init_at_random_ep_len: bool = True) -> int:
+def learn_within_budget(runner, minutes: float, probe_iterations: int = 5, init_at_random_ep_len: bool = True,
+                        refits: int = 3) -> int:
     """Train for about ``minutes`` of wall-clock: ``probe_iterations`` first, then as many more as the measured
-    iteration time fits, with the learning-rate schedule stretched over the whole run. Data-parallel ranks agree
-    on the count (the slowest rank's time). Returns the number of iterations run."""
+    iteration time fits, re-fitted ``refits`` times on the way (at 1/(refits+1), 2/(refits+1), ... of the run: on a
+    shared machine the iteration time changes with the load), with the learning-rate schedule stretched over the
+    whole run. Data-parallel ranks agree on the count (the slowest rank's time). Returns the number of iterations
+    run."""
     import time
 
     import torch
 
     start = time.time()
     runner.learn(probe_iterations, init_at_random_ep_len=init_at_random_ep_len)
-    per_iteration = torch.tensor([(time.time() - start) / probe_iterations])
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        torch.distributed.all_reduce(per_iteration, op=torch.distributed.ReduceOp.MAX)
-    total = max(probe_iterations + 1, int(minutes * 60.0 / float(per_iteration)))
-    if hasattr(runner.alg, "max_iterations"):
-        runner.alg.max_iterations = total  # SHAC's schedule spans the whole budget
-    runner.cfg["max_iterations"] = total
-    print(f"[diffloco] {float(per_iteration):.2f} s per iteration: {total} iterations in {minutes:g} min", flush=True)
-    runner.learn(total - probe_iterations)
+    done = probe_iterations
+    budget = minutes * 60.0
+
+    def fit() -> int:
+        per_iteration = torch.tensor([(time.time() - start) / done])
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            torch.distributed.all_reduce(per_iteration, op=torch.distributed.ReduceOp.MAX)
+        total = max(done + 1, int(budget / float(per_iteration)))
+        if hasattr(runner.alg, "max_iterations"):
+            runner.alg.max_iterations = total  # SHAC's schedule spans the whole budget
+        runner.cfg["max_iterations"] = total
+        print(f"[diffloco] {float(per_iteration):.2f} s per iteration: {total} iterations in {minutes:g} min", flush=True)
+        return total
+
+    total = fit()
+    for k in range(1, refits + 1):
+        stop = max(done + 1, (total * k) // (refits + 1))
+        if stop >= total:
+            break
+        runner.learn(stop - done)
+        done = stop
+        total = fit()
+    if total > done:
+        runner.learn(total - done)
     return total

@@ -137,3 +137,30 @@ def test_config_round_trip_through_yaml(tmp_path):
     apply_overrides(fresh, {"sim.contact": loaded["sim"]["contact"]["mode"]})
     apply_overrides(fresh, overrides)
     assert to_dict(fresh) == to_dict(cfg)
+
+
+def test_learn_within_budget_refits_when_iterations_slow_down():
+    """Iterations 3x slower after the probe (a machine that gets loaded): the re-fits keep the run near its
+    budget (a single fit from the probe ran about 3x over), and the learning-rate schedule spans what was run."""
+    import time
+    from types import SimpleNamespace
+
+    from diffloco_ext.learning.cli import learn_within_budget
+
+    class SlowingRunner:
+        def __init__(self):
+            self.alg = SimpleNamespace(max_iterations=1)
+            self.cfg = {}
+            self.iterations = 0
+
+        def learn(self, n, init_at_random_ep_len=False):
+            for _ in range(n):
+                time.sleep(0.01 if self.iterations < 5 else 0.03)
+                self.iterations += 1
+
+    runner = SlowingRunner()
+    start = time.time()
+    total = learn_within_budget(runner, minutes=1.2 / 60.0)
+    elapsed = time.time() - start
+    assert runner.iterations == total == runner.alg.max_iterations == runner.cfg["max_iterations"]
+    assert 0.8 * 1.2 < elapsed < 1.4 * 1.2, elapsed
