@@ -29,6 +29,14 @@ TRAJECTORY_GAPS = {"base_height_mm": "base height RMS (mm)", "yaw_deg": "yaw RMS
                    "joint_mrad": "joint angle RMS (mrad)", "planar_velocity": "planar velocity RMS (m/s)"}
 
 
+def _save(fig, path: str) -> str:
+    """Lay out, write (PNG, 100 dpi) and close ``fig``; returns ``path``."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    _plt().close(fig)
+    return path
+
+
 def _plt():
     import matplotlib
 
@@ -91,10 +99,7 @@ def velocity_figure(traces: dict[str, dict], title: str, path: str) -> str:
                 ax.legend(loc="upper right", fontsize=8)
         axes[-1, col].set_xlabel("time (s)")
     fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def joint_figure(traces: dict[str, dict], joint_names: list[str], title: str, path: str) -> str:
@@ -119,10 +124,7 @@ def joint_figure(traces: dict[str, dict], joint_names: list[str], title: str, pa
     for ax in axes[:, 0]:
         ax.set_ylabel("angle (rad)")
     fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def torque_figure(result, actuator, figure_scenario: str, path: str) -> str:
@@ -154,10 +156,7 @@ def torque_figure(result, actuator, figure_scenario: str, path: str) -> str:
         ax.set_ylabel("drive torque (N m)")
         ax.set_title(f"{run.name}: {figure_scenario}, 12 joints, +-effort limit")
         ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def contact_figure(traces: dict[str, dict], foot_names: list[str], title: str, path: str) -> str:
@@ -172,10 +171,7 @@ def contact_figure(traces: dict[str, dict], foot_names: list[str], title: str, p
         ax.grid(alpha=0.3)
     axes[-1, 0].set_xlabel("time (s)")
     fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def _fmt(value: float) -> str:
