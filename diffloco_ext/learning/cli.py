@@ -110,6 +110,7 @@ def learn_within_budget(runner, minutes: float, probe_iterations: int = 5, init_
         if hasattr(runner.alg, "max_iterations"):
             runner.alg.max_iterations = total  # SHAC's schedule spans the whole budget
         runner.cfg["max_iterations"] = total
+        runner.cfg["budget_iterations"] = total  # the progress line's total while training in chunks
         print(f"[diffloco] {float(per_iteration):.2f} s per iteration: {total} iterations in {minutes:g} min", flush=True)
         return total
 

@@ -50,6 +50,8 @@ class TrainingLogger(Logger):
         with contextlib.redirect_stdout(io.StringIO()):
             super().log(*args, **kwargs)
         it, total_it = values["it"], values["total_it"]
+        # a run trained in chunks (learn_within_budget) announces its whole length in cfg["budget_iterations"]
+        total_it = max(total_it, int(self.cfg.get("budget_iterations") or 0))
         iteration_time = values["collect_time"] + values["learn_time"]
         fps = self.cfg["num_steps_per_env"] * self.num_envs * self.gpu_world_size / max(iteration_time, 1e-9)
         recent = getattr(self, "_recent_iteration_times", [])[-9:] + [iteration_time]
