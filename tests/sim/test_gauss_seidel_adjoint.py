@@ -6,15 +6,19 @@ Random Delassus matrices, free velocities, gaps and friction coefficients chosen
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+import functools
 
 import numpy as np
 import pytest
 import warp as wp
 
-from diffloco_ext.sim.contact import ContactParams
-from diffloco_ext.sim.gauss_seidel import projected_gauss_seidel
-from diffloco_ext.sim.warp_setup import warp_types
+from diffloco_ext.assets import get_robot
+from diffloco_ext.sim import build_model
+from diffloco_ext.sim.contact import ContactGeometryData, ContactParams
+from diffloco_ext.sim.contact_velocity import ContactVelocityData
+from diffloco_ext.sim.delassus import DelassusData
+from diffloco_ext.sim.gauss_seidel import GaussSeidelData, projected_gauss_seidel
+from diffloco_ext.sim.stage_data import Sizes
 
 N, F = 6, 4
 C = 3 * F
@@ -30,24 +34,29 @@ def problem(rng):
     return G, c, gap, mu
 
 
+@functools.cache
+def _model(grad: bool):
+    """An ANYmal D model (four feet) whose friction the problems set; with ``grad``, its parameters take gradients."""
+    return build_model(get_robot("anymal_d"), N, dtype="float64", requires_grad=grad)
+
+
 def solve(params, G, c, gap, mu, weights, tape=None):
-    dtype = wp.float64
-    vec3 = warp_types(dtype).vec3
+    """The solve stage on the given Delassus matrices, contact-point velocities, gaps and friction coefficients."""
     grad = tape is not None
-    arrays = dict(
-        G=wp.array(G, dtype=dtype, requires_grad=grad), c=wp.array(c, dtype=dtype, requires_grad=grad),
-        gap=wp.array(gap, dtype=dtype, requires_grad=grad),
-    )
-    model = SimpleNamespace(dtype=dtype, num_envs=N, num_feet=F, device="cpu",
-                            friction=wp.array(mu, dtype=dtype, requires_grad=grad))
-    out = dict(weight=wp.zeros((N, F), dtype=dtype), target=wp.zeros((N, F), dtype=vec3),
-               history=wp.zeros((N, params.iterations + 1, F), dtype=vec3),
-               residual=wp.zeros((N, params.iterations, F), dtype=vec3),
-               impulse=wp.zeros((N, C, 1), dtype=dtype, requires_grad=grad))
-    projected_gauss_seidel(model, params, 0.005, arrays["G"], arrays["c"], arrays["gap"], out["weight"],
-                           out["target"], out["history"], out["residual"], out["impulse"], tape)
-    value = float((out["impulse"].numpy() * weights).sum())
-    return value, arrays, model, out
+    model = _model(grad)
+    model.friction.assign(mu)
+    if grad:
+        model.friction.grad.zero_()
+    sizes = Sizes.of(model, params)
+    geometry, velocity, delassus, solution = (group.allocate(model, sizes, requires_grad=grad) for group in (
+        ContactGeometryData, ContactVelocityData, DelassusData, GaussSeidelData))
+    geometry.gap.assign(gap)
+    velocity.c.assign(c)
+    delassus.G.assign(G)
+    projected_gauss_seidel(model, params, 0.005, geometry, velocity, delassus, solution, tape)
+    value = float((solution.impulse.numpy() * weights).sum())
+    arrays = dict(G=delassus.G, c=velocity.c, gap=geometry.gap)
+    return value, arrays, model, dict(impulse=solution.impulse, history=solution.history)
 
 
 @pytest.mark.parametrize("iterations", [10, 2])  # 2: far from converged, so the step sizes matter too

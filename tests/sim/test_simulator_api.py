@@ -14,7 +14,7 @@ from diffloco_ext.assets import get_robot
 from diffloco_ext.sim import Simulator, build_model
 from diffloco_ext.sim.config import SimCfg
 from diffloco_ext.sim.contact import ContactParams
-from diffloco_ext.sim.integrator import add_velocity
+from diffloco_ext.sim.step_data import StepData
 from diffloco_ext.sim.torch_bridge import TorchSimulator
 
 from .test_contact_gradients import standing_state
@@ -116,14 +116,16 @@ def test_taped_step_into_a_state_without_gradient_arrays_is_an_error(robot):
         sim.step(s0, control, sim.empty_state(), tape=wp.Tape())
 
 
-def test_a_stage_reversed_without_its_output_gradient_is_an_error():
-    """The old reverse passes returned silently (zero gradients) when an output had no gradient array."""
-    u = wp.array(np.ones((2, 3)), dtype=wp.float64, requires_grad=True)
-    du = wp.array(np.ones((2, 3, 1)), dtype=wp.float64, requires_grad=True)
-    out = wp.zeros((2, 3), dtype=wp.float64)  # no gradient array
+def test_a_stage_reversed_without_its_output_gradient_is_an_error(robot):
+    """The old reverse passes returned silently (zero gradients) when an output had no gradient array: the reverse
+    of the stage that writes ``state_out`` (the divergence guard) raises, even past ``step``'s own check."""
+    sim = Simulator(build_model(robot, N, dtype="float64"))
+    s0, out = sim.state(requires_grad=True), sim.empty_state()  # out: no gradient arrays
     tape = wp.Tape()
-    add_velocity(u, du, out, tape)
-    with pytest.raises(RuntimeError, match="output 'u_out' has no gradient array"):
+    data = StepData.allocate(sim.model)
+    sim._run(sim.model, s0, sim.control(), out, data, tape)
+    tape.record_func(backward=data.attach_gradients, arrays=[])
+    with pytest.raises(RuntimeError, match="output 'q_out' has no gradient array"):
         tape.backward()
 
 
