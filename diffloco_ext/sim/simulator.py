@@ -1,28 +1,32 @@
 """The Moreau time step as a pipeline of stages, and the ``Simulator`` that runs it.
 
-One step of length ``dt`` (paper A, see ``shared/notes/paper.md``)::
+One step of length ``dt`` (paper A, see ``shared/notes/paper.md``), each line one stage (module) writing its
+own group of :class:`~.step_data.StepData`::
 
     q_M = q_A + dt/2 u_A                              half step to the midpoint        (integrator)
-    kinematics, H(q_M), bias(q_M, u_A)                kinematics, CRBA, RNEA           (kinematics, mass_matrix, bias_forces)
+    poses, motion subspace, body velocities at q_M    kinematics                       (kinematics)
+    H(q_M), bias(q_M, u_A)                            CRBA, RNEA                       (mass_matrix, bias_forces)
     tau_A, b = PD/DC-motor(q_M, u_A, control, H_jj)   actuation: branch, step impulse  (actuators)
-    H' = H + dt diag(0, b)                            implicit speed line of the drives
-    L = chol(H'); du = H'^-1 dt (tau_A - bias)        factor and solve                 (cholesky)
-    gap, J(q_M); u_free = u_A + du; c = J u_free      contact candidates, velocities   (contact, contact_velocity)
-    G = J H^-1 J^T                                    Delassus matrix                  (delassus)
-    P = PGS(G, c) (soft: with compliance)             impulses (smoothed/hard/soft)    (gauss_seidel)
-    u_E = u_free + H'^-1 J^T P  (no contact: u_A + du) velocity update                 (delassus; integrator)
+    L = chol(H + dt diag(0, b)); du = H'^-1 rhs       factor and solve (implicit speed line of the drives)  (cholesky)
+    gap, frame, J at q_M                              contact candidates               (contact)
+    u_free = u_A + du; c = J u_free                   contact-point velocities         (contact_velocity)
+    G = J H'^-1 J^T                                   Delassus matrix                  (delassus)
+    P = PGS(G, c) (soft: with compliance); force      impulses (smoothed/hard/soft)    (gauss_seidel)
+    u_E = u_free + H'^-1 J^T P  (no contact: u_A + du) velocity update                 (impulse_response; integrator)
     tau = tau_A - b (u_E - u_A)                       torque applied over the step     (actuators)
     q_E = q_A + dt/2 (u_A + u_E)                      trapezoidal position update      (integrator)
     flag and hold diverged environments               divergence guard                 (divergence)
                                                       (also those with non-finite control inputs)
 
-Every stage has a hand-written reverse pass recorded with ``Tape.record_func``, except a few small kernels left
-to Warp's automatic adjoint (base orientation, contact geometry, position update); temporaries of
-the reverse passes come from :mod:`.scratch`.
+Every stage has the signature ``stage(model, inputs..., outputs, tape)`` and, except a few small kernels left to
+Warp's automatic adjoint (base orientation, contact geometry, position update), a hand-written reverse pass
+recorded with ``Tape.record_func`` (:func:`~.adjoint.launch_stage`); temporaries of the reverse passes come from
+:mod:`.scratch`.
 
 ``step(state_in, control, state_out)`` never mutates ``state_in``. With a ``wp.Tape`` every intermediate is a
 fresh array kept for the backward pass (values only: gradient arrays are attached, from memory shared by all
-steps, when the tape reverses the step); without one, buffers are reused.
+steps, when the tape reverses the step); without one, buffers are reused, and a step on arrays it has seen
+before is replayed from a recorded graph (:mod:`.replay`; CPU only).
 """
 
 from dataclasses import dataclass
@@ -45,6 +49,8 @@ from .integrator import accumulate_mean, add_velocity, integrate_positions
 from .kinematics import kinematics
 from .mass_matrix import mass_matrix
 from .model import Model
+from .replay import StepReplays
+from .scratch import GENERATION
 from .state import Control, State
 from .step_data import StepData
 from .warp_setup import warp_types
@@ -113,6 +119,7 @@ class Simulator:
         self._buffers: StepData | None = None
         self._buffer_key = None
         self._substates: tuple[State, State] | None = None
+        self._replays = StepReplays()
 
     @classmethod
     def from_cfg(cls, model: Model, cfg) -> "Simulator":
@@ -229,8 +236,16 @@ class Simulator:
                 self._buffers = self._allocate(m)
                 self._buffer_key = key
             data = self._buffers
-            data.zero_accumulators()
-            self._run(m, state_in, control, state_out, data, None)
+
+            def run() -> None:
+                data.zero_accumulators()
+                self._run(m, state_in, control, state_out, data, None)
+
+            arrays = (m.arrays, state_in.q, state_in.u, control.joint_target, control.joint_torque, state_out.q,
+                      state_out.u, data)
+            settings = (self.dt, self.max_speed, self.max_distance, self.report_body_gaps, GENERATION[0],
+                        *vars(self.contact).values())
+            self._replays.run((*map(id, arrays), *settings), arrays, m.device, run)
         return data
 
     def _allocate(self, m: Model) -> StepData:
