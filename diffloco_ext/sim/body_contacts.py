@@ -101,15 +101,16 @@ class BodyGapData(StageData):
 @functools.cache
 def body_contact_kernels(dtype):
     vec3 = warp_types(dtype).vec3
+    vec4 = wp.types.vector(4, dtype)
     half = dtype(0.5)
     terrain_query = terrain_funcs(dtype)
     base_position = base_funcs(dtype)[0]
     T = kernel_types(dtype)
 
     @wp.func
-    def _model_gap(model: T.Model, e: int, x: vec3):
-        """Signed distance of the world point ``x`` from env ``e``'s terrain tangent plane below it (m)."""
-        d, n = terrain_query(model.terrain_kind, model.ground_height[e], model.terrain_heights, model.terrain_grid, x)
+    def _point_gap(kind: int, ground_height: dtype, heights: wp.array2d(dtype=dtype), grid: vec4, x: vec3):
+        """Signed distance of the world point ``x`` from the terrain's tangent plane below it (m)."""
+        d, n = terrain_query(kind, ground_height, heights, grid, x)
         return wp.dot(n, x) - d
 
     @wp.kernel
@@ -129,9 +130,12 @@ def body_contact_kernels(dtype):
         R = kin_in.body_rot[e, b]
         x0 = origin + R * model.collision_shape_a[s]
         x1 = origin + R * model.collision_shape_b[s]
-        gap = wp.min(_model_gap(model, e, x0), _model_gap(model, e, x1))
-        if model.terrain_kind != 0:
-            gap = wp.min(gap, _model_gap(model, e, (x0 + x1) * half))
+        kind = model.terrain_kind
+        g = model.ground_height[e]
+        gap = wp.min(_point_gap(kind, g, model.terrain_heights, model.terrain_grid, x0),
+                     _point_gap(kind, g, model.terrain_heights, model.terrain_grid, x1))
+        if kind != 0:
+            gap = wp.min(gap, _point_gap(kind, g, model.terrain_heights, model.terrain_grid, (x0 + x1) * half))
         bodies_out.shape_gap[e, s] = gap - model.collision_shape_radius[s]
 
     @wp.kernel(enable_backward=False)
@@ -165,16 +169,48 @@ def body_contact_kernels(dtype):
             s = bodies_out.argmin[e, k]
             bodies_grad.shape_gap[e, s] = bodies_grad.shape_gap[e, s] + bodies_grad.body_gap[e, k]
 
-    return capsule_gaps, body_min, body_min_adjoint
+    big = dtype(1.0e30)
+
+    @wp.kernel(enable_backward=False)
+    def flat_body_gaps(
+        # Model:
+        model: T.Model,
+        # In:
+        q_in: wp.array2d(dtype=dtype),
+        kin_in: T.Kin,
+        # Out:
+        bodies_out: T.Bodies,
+    ):
+        """Flat ground, forward only: each body's smallest capsule gap from the heights of the capsules' end
+        points, one thread per environment (the exact capsule-plane gap; no terrain query)."""
+        e = wp.tid()
+        z0 = q_in[e, 2] - model.ground_height[e]
+        start = model.collision_shape_start
+        for k in range(bodies_out.body_gap.shape[1]):
+            best = big
+            for s in range(start[k], start[k + 1]):
+                b = model.collision_shape_body[s]
+                R = kin_in.body_rot[e, b]
+                row = vec3(R[2, 0], R[2, 1], R[2, 2])
+                lowest = wp.min(wp.dot(row, model.collision_shape_a[s]), wp.dot(row, model.collision_shape_b[s]))
+                best = wp.min(best, lowest + z0 + kin_in.body_pos[e, b][2] - model.collision_shape_radius[s])
+            bodies_out.body_gap[e, k] = best
+
+    return capsule_gaps, body_min, body_min_adjoint, flat_body_gaps
 
 
 def body_gap_stage(model, q: wp.array, u_zero: wp.array, kin, bodies: BodyGapData,
                    tape: wp.Tape | None = None) -> None:
     """The tree pass at ``q`` (velocity ``u_zero``: zeros; only the poses are read) into ``kin``, then every
-    capsule's and every collision body's gap into ``bodies``; recorded on ``tape`` when given."""
-    capsule_gaps, body_min, body_min_adjoint = body_contact_kernels(model.dtype)
+    capsule's and every collision body's gap into ``bodies``; recorded on ``tape`` when given. Untaped on flat
+    ground, one kernel computes the bodies' gaps directly (``bodies``' capsule gaps and argmin are not written)."""
+    capsule_gaps, body_min, body_min_adjoint, flat_body_gaps = body_contact_kernels(model.dtype)
     N = model.num_envs
     kinematics(model, q, u_zero, kin, tape)
+    if tape is None and model.arrays.terrain_kind == 0:
+        wp.launch(flat_body_gaps, dim=N, inputs=[model.arrays, q, kin.values, bodies.values], device=model.device,
+                  record_tape=False)
+        return
     launch(capsule_gaps, (N, model.collision.num_shapes), [model.arrays, q, kin.values, bodies.values],
            model.device, tape)
     inputs = [model.arrays, bodies.values]

@@ -1,34 +1,21 @@
-"""Foot-ground contact: the contact model's settings (:class:`ContactParams`), the contact geometry stage
-(candidates, signed gaps, contact frames, Jacobian rows) and the contact force output. The model the stages
-implement is described here once; its parts live in their own stage modules: the Delassus matrix and the
-impulses' velocity change in :mod:`.delassus`, the projected Gauss-Seidel solve in :mod:`.gauss_seidel`.
+"""Foot-ground contact: the contact model's settings (:class:`ContactParams`) and the contact geometry stage
+(candidates, signed gaps, contact frames, Jacobian rows). The contact stages of a step, in order: the geometry
+(here), the contact-point velocities (:mod:`.contact_velocity`), the Delassus matrix (:mod:`.delassus`), the
+solve for the impulses and forces (:mod:`.gauss_seidel`, which describes it) and the impulses' velocity change
+(:mod:`.impulse_response`).
 
 One solver, three modes chosen per simulation (``ContactParams.mode``), sharing the geometry, the Jacobian and
-the velocity update ``u_E = u_A + H^-1 (dt h + J^T P)``:
+the velocity update ``u_E = u_A + H'^-1 (rhs + J^T P)`` (``H'``, ``rhs``: the step's shifted mass matrix and
+impulse of the smooth forces, :mod:`.cholesky`, :mod:`.actuators`):
 
-* ``"smoothed"`` (paper A): projected Gauss-Seidel on the impulses with every contact's influence weighted by
-  ``sigma(g) = 1 / (1 + exp(kappa g))`` of its signed gap ``g`` (m): inside the sweep contact ``j`` enters
-  contact ``i``'s residual as ``sigma_j G_ij P_j``; after the sweep ``P_i <- sigma_i P_i``. Contacts farther than
-  ``col_height`` above the ground get ``sigma = 0``. ``kappa`` (1/m) is read at every step: change it freely.
-* ``"hard"``: the same solver with ``sigma`` the step function (1 for ``g <= 0``, else 0), plus a stabilisation
-  that removes penetration beyond a small slop (see :class:`ContactParams`).
+* ``"smoothed"`` (paper A): every contact's influence weighted by ``sigma(g) = 1 / (1 + exp(kappa g))`` of its
+  signed gap ``g`` (m). Contacts farther than ``col_height`` above the ground get ``sigma = 0``. ``kappa`` (1/m)
+  is read at every step: change it freely.
+* ``"hard"``: ``sigma`` the step function (1 for ``g <= 0``, else 0), plus a stabilisation that removes
+  penetration beyond a small slop (see :class:`ContactParams`).
 * ``"soft"``: penalty spring-damper ``f_n = k_p (-g) - k_d v_n`` for ``g < 0`` with regularised Coulomb friction
   ``f_t = -k_f v_t`` capped at ``mu f_n``, taken implicitly (at the end-of-step velocity, so it is stable at any
-  ``dt``): the same Gauss-Seidel solve with compliance ``R_n = 1 / (dt (k_p dt + k_d))``, ``R_t = 1 / (dt k_f)`` on
-  the diagonal and the spring's pull ``k_p g / (k_p dt + k_d)`` in the normal target; weights are the step
-  function.
-
-Projected Gauss-Seidel (fixed ``iterations``, default 10): ``P_i`` (normal, tangent 1, tangent 2; N·s, normal
-positive when pushing) starts at ``-G_ii^-1 c_i``. Each sweep updates, contact by contact, first the normal
-impulse by an exact scalar Gauss-Seidel step on the residual ``w_i = c_i + sum_j G_ij P_j`` (``c`` the
-contact-point velocity without contact impulses), then the tangential pair by three projected-gradient steps on
-the contact's own 2x2 block with the isotropic step ``1 / lambda_max(G_tt)``, using paper A's projection
-(``P_n <= 0 -> P_i = 0``; ``|P_t| > mu P_n -> P_t`` scaled to ``mu P_n``). The isotropic step makes the fixed point
-exactly Coulomb's law (a block sliding on an incline accelerates at ``g (sin - mu cos)`` to 1e-6); updating
-normal and tangents one after the other converges much faster than one step on the 3-vector (a standing ANYmal
-drifts 27 µm in 8 s with 10 sweeps instead of 1 mm). Penetration is bounded by a Baumgarte-style term in hard mode
-(``stabilization``). The solve lives in :mod:`.gauss_seidel`, with its hand-written reverse sweep over the stored
-iterates; the Delassus matrix and the impulses' velocity change in :mod:`.delassus`.
+  ``dt``): the same solve with a compliance on the diagonal; weights are the step function.
 
 Ground: the model's terrain (:mod:`.terrain`): by default a horizontal plane per environment at height
 ``ground_height`` (m), contact frame the world ``(z, x, y)``; or a height field shared by all environments, whose
@@ -151,7 +138,7 @@ class ContactGeometryData(StageData):
 
 
 @functools.cache
-def contact_kernels(dtype):
+def contact_geometry_kernel(dtype):
     vec3 = warp_types(dtype).vec3
     zero = dtype(0.0)
     one = dtype(1.0)
@@ -222,5 +209,5 @@ def contact_kernels(dtype):
 def contact_geometry(model, q: wp.array, kin, geometry: ContactGeometryData, tape: wp.Tape | None = None) -> None:
     """Gaps, contact frames and contact rows (J zeroed beforehand) of every foot at ``q`` [N, nq] (the step's
     midpoint) with the kinematics ``kin`` into ``geometry``; recorded on ``tape`` for Warp's automatic adjoint."""
-    launch(contact_kernels(model.dtype), (model.num_envs, model.num_feet),
+    launch(contact_geometry_kernel(model.dtype), (model.num_envs, model.num_feet),
            [model.arrays, q, kin.values, geometry.values], model.device, tape)

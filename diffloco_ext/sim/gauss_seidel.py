@@ -1,12 +1,30 @@
-"""Stage: projected Gauss-Seidel on the contact impulses, and its hand-written reverse sweep.
+"""Stage: projected Gauss-Seidel on the contact impulses and the contact forces, with a hand-written reverse sweep.
 
-The forward solve is described in :mod:`.contact` (modes, weights, projection, step sizes). Every iterate is
-written once into ``history`` [N, iterations + 1, F] (and, when taped, every residual into ``residual``); the
-backward pass walks the sweeps in reverse over these stored values, recomputing each contact update's
-intermediates and applying the chain rule by hand (the derivatives of the projection, the tangential sub-steps,
-the step sizes and the residual). Warp's automatic
-adjoint of the same loop was exact but took 8x the forward time; this one is checked against float64 central
-finite differences through the whole step (``tests/sim/test_contact_gradients.py``).
+The modes (smoothed, hard, soft) are described in :mod:`.contact`. The solve, for contact ``i`` with free
+contact-point velocity ``c_i`` (normal, tangent 1, tangent 2; m/s) and weight ``sigma_i``:
+
+* target ``c_i + (push_i, 0, 0)``: hard mode's stabilisation ``push = max(rate * min(g + slop, 0), -max_push)``
+  (``rate = stabilization / dt``); soft mode's spring pull ``k_p g / (k_p dt + k_d)``; compliance
+  ``R = diag(R_n, R_t, R_t)`` on each diagonal block (soft: ``R_n = 1 / (dt (k_p dt + k_d))``,
+  ``R_t = 1 / (dt k_f)``; zero otherwise);
+* ``P_i`` (N·s, normal positive when pushing) starts at ``proj(-(G_ii + R)^-1 target_i)``; each of the fixed
+  ``iterations`` sweeps (default 10) updates, contact by contact, first the normal impulse by an exact scalar
+  Gauss-Seidel step on the residual ``w_i = target_i + sum_j sigma_j G_ij P_j`` (contact ``i``'s own block
+  unweighted), then the tangential pair by three projected-gradient steps on the contact's own 2x2 block with the
+  isotropic step ``relaxation / lambda_max(G_tt)``, using paper A's projection (``P_n <= 0 -> P_i = 0``;
+  ``|P_t| > mu P_n -> P_t`` scaled to ``mu P_n``). The isotropic step makes the fixed point exactly Coulomb's law
+  (a block sliding on an incline accelerates at ``g (sin - mu cos)`` to 1e-6); updating normal and tangents one
+  after the other converges much faster than one step on the 3-vector (a standing ANYmal drifts 27 µm in 8 s with
+  10 sweeps instead of 1 mm);
+* after the sweeps ``P_i <- sigma_i P_i``, and the mean force over the step ``f_i = frame_i P_i / dt`` (world, N).
+
+Every iterate is written once into ``history`` [N, iterations + 1, F] (and, when taped, every residual into
+``residual``); the backward pass walks the sweeps in reverse over these stored values, recomputing each contact
+update's intermediates and applying the chain rule by hand (the derivatives of the projection, the tangential
+sub-steps, the step sizes and the residual). Warp's automatic adjoint of the same loop was exact but took 8x the
+forward time; this one is checked against float64 central finite differences, alone
+(``tests/sim/test_gauss_seidel_adjoint.py``, also at ``relaxation != 1`` in ``test_stages.py``) and through whole
+steps (``tests/sim/test_contact_gradients.py``).
 
 Where the forward map has a kink (the projection's case switches, ``max``, the clamped sigmoid argument), the
 reverse sweep takes the derivative of the branch the forward pass took, as automatic differentiation would.
