@@ -72,4 +72,5 @@ def launch_stage(stage: str, model, kernels, adjoint, inputs, outputs, tape: wp.
             grads += list(extra_grads())
         wp.launch(adjoint, dim=dim, inputs=[*args, *grads], device=model.device, record_tape=False)
 
+    backward.__qualname__ = stage  # what profiles of the backward pass show
     tape.record_func(backward=backward, arrays=[])

@@ -33,7 +33,7 @@ from typing import Callable
 
 import warp as wp
 
-from .scratch import GROUP_POOL, scratch_array
+from .scratch import GROUP_POOL
 from .warp_setup import ELEMENTS, element_type, warp_struct
 
 
@@ -146,6 +146,7 @@ class StageData:
                 arrays[g.name] = g.metadata["group"].allocate(model, sizes, requires_grad)
         data = cls(**arrays)
         data._dtype = model.dtype
+        data._device = model.device
         return data
 
     @classmethod
@@ -223,12 +224,15 @@ class StageData:
             value.zero_()
 
     def attach_gradients(self) -> None:
-        """Give every intermediate a gradient flows through, and that has none yet, a zeroed gradient array from
-        memory shared by all steps (:mod:`.scratch`), then build each group's :attr:`grads`: a taped step keeps
-        only its values, and the reverse pass of each step, which calls this first, reuses the same memory."""
+        """Give every intermediate a gradient flows through, and that has none yet, a gradient array in one zeroed
+        block of memory shared by all steps of this layout (:class:`GradientArena`), then build each group's
+        :attr:`grads`: a taped step keeps only its values, and the reverse pass of each step, which calls this
+        first, reuses the same memory (one memset instead of one per array)."""
+        arena = GradientArena.of(self)
+        arena.block.zero_()
         for f, value in self._arrays():
             if f.metadata["grad"] and value.grad is None:
-                value.grad = scratch_array(f"step_gradient.{f.name}", value.shape, value.dtype, value.device)
+                value.grad = arena.views[f.name]
         for group in self.groups():
             values = group.__dict__.get("_values")
             if values is not None:
@@ -237,12 +241,49 @@ class StageData:
                 for f, array in group._own_arrays():
                     if f.metadata["grad"]:
                         setattr(values, f.name, array)
-            group.__dict__.pop("_grads", None)
-            group.grads  # noqa: B018 - built now, from the arrays just attached
+            group.__dict__["_grads"] = arena.grads_of(group)
 
     def nbytes(self) -> int:
         """Bytes held by the arrays and their gradient arrays."""
         return sum(v.capacity + (v.grad.capacity if v.grad is not None else 0) for _, v in self._arrays())
+
+
+class GradientArena:
+    """The gradient arrays of one layout of intermediates (a composite's grad-carrying fields and their shapes)
+    as views into one block of scratch memory, and each group's :attr:`StageData.grads` struct built from them
+    (a group whose gradient arrays are all views gets the cached struct; one with a gradient set elsewhere, e.g.
+    by a mean over substeps, gets a fresh one)."""
+
+    def __init__(self, data: StageData):
+        fields = [(f.name, v) for f, v in data._arrays() if f.metadata["grad"]]
+        offsets, total = [], 0
+        for _, v in fields:
+            offsets.append(total)
+            total += -(-v.capacity // 64) * 64  # 64-byte aligned
+        self.block = wp.zeros(max(total, 1), dtype=wp.uint8, device=fields[0][1].device if fields else "cpu")
+        self.views = {name: wp.array(ptr=self.block.ptr + offset, shape=v.shape, dtype=v.dtype, device=v.device,
+                                     capacity=v.capacity)
+                      for (name, v), offset in zip(fields, offsets)}
+        self._structs: dict[type, object] = {}
+
+    @staticmethod
+    def of(data: StageData) -> "GradientArena":
+        """The arena of ``data``'s layout, from the scratch pool (freed by :func:`~.scratch.clear_scratch`)."""
+        layout = tuple((f.name, v.shape, v.dtype) for f, v in data._arrays() if f.metadata["grad"])
+        key = ("gradient arena", type(data), layout, str(getattr(data, "_device", "")))
+        arena = GROUP_POOL.get(key)
+        if arena is None:
+            arena = GROUP_POOL[key] = GradientArena(data)
+        return arena
+
+    def grads_of(self, group: StageData):
+        own = [(f, a) for f, a in group._own_arrays() if f.metadata["grad"]]
+        if all(a.grad is self.views[f.name] for f, a in own):
+            struct = self._structs.get(type(group))
+            if struct is None:
+                struct = self._structs[type(group)] = group._struct(lambda a: None if a is None else a.grad)
+            return struct
+        return group._struct(lambda a: None if a is None else a.grad)
 
 
 def stage_input(element: str | None = None, ndim: int = 0, *, group: type | None = None, doc: str = ""):
