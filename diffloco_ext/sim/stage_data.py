@@ -9,11 +9,14 @@ else). Groups nest through :func:`stage_group` (:class:`~.step_data.StepData` co
 Allocation, zeroing of reused buffers, gradient attachment, ``nbytes`` and the Warp structs all iterate these
 declarations: no list of names elsewhere decides them.
 
-Kernels take a group as one struct argument: :attr:`StageData.values` (the arrays) in the forward kernels and the
-reverse kernels, :attr:`StageData.grads` (the same struct type holding the gradient arrays; null arrays for the
-``values_only`` fields) in the reverse kernels. So a stage's forward and reverse kernels share their argument
-list, written once, and a launch packs a few structs instead of tens of arrays (a launch of a dozen arrays cost
-~50 µs of Python, one of three structs ~9 µs).
+What a stage reads is declared the same way, by a :class:`StageInputs` dataclass (:func:`stage_input`: state
+arrays, other stages' groups, scalars). A stage's kernels all take three struct arguments, ``(model, inputs,
+outputs)``: :attr:`~.model.Model.arrays`, :meth:`StageInputs.values` and the stage's own group's
+:attr:`StageData.values`. Its reverse kernel takes the same three, then the inputs' gradients
+(:meth:`StageInputs.grads`, the same struct type) and the outputs' (:attr:`StageData.grads`; null arrays for the
+``values_only`` fields). So every signature is written once, one argument list builds both launches
+(:func:`~.adjoint.launch_stage`), and a launch packs a few structs instead of tens of arrays (a launch of a dozen
+arrays cost ~50 µs of Python, one of three structs ~9 µs).
 
 Any field of a nested group is also reachable from the composite (``step_data.H`` is ``step_data.mass.H``):
 field names are unique across a composite (checked), and a field of an optional group that is absent reads as
