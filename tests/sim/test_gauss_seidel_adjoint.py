@@ -51,12 +51,30 @@ def solve(params, G, c, gap, mu, weights, tape=None):
     geometry, velocity, delassus, solution = (group.allocate(model, sizes, requires_grad=grad) for group in (
         ContactGeometryData, ContactVelocityData, DelassusData, GaussSeidelData))
     geometry.gap.assign(gap)
+    geometry.frame.assign(np.broadcast_to(np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]),
+                                          (N, F, 3, 3)).copy())  # flat ground's frames (the forces read them)
     velocity.c.assign(c)
     delassus.G.assign(G)
     projected_gauss_seidel(model, params, 0.005, geometry, velocity, delassus, solution, tape)
     value = float((solution.impulse.numpy() * weights).sum())
     arrays = dict(G=delassus.G, c=velocity.c, gap=geometry.gap)
     return value, arrays, model, dict(impulse=solution.impulse, history=solution.history)
+
+
+def central_differences(x: np.ndarray, idx: np.ndarray, loss, eps: float = 1e-7) -> np.ndarray:
+    """Central differences of ``loss()`` w.r.t. the entries ``idx`` of the flattened array ``x`` (changed in place
+    and restored)."""
+    flat = x.reshape(-1)
+    fd = []
+    for i in idx:
+        old = flat[i]
+        flat[i] = old + eps
+        plus = loss()
+        flat[i] = old - eps
+        minus = loss()
+        flat[i] = old
+        fd.append((plus - minus) / (2 * eps))
+    return np.array(fd)
 
 
 @pytest.mark.parametrize("iterations", [10, 2])  # 2: far from converged, so the step sizes matter too
@@ -77,21 +95,10 @@ def test_reverse_sweep_matches_finite_differences(mode, iterations):
     hist = out["history"].numpy()[:, -1]
     on_cone = np.abs(np.linalg.norm(hist[..., 1:], axis=-1) - mu[:, None] * hist[..., 0]) < 1e-9
     assert on_cone[hist[..., 0] > 0].any()
-    eps = 1e-7
     inputs = {"G": G, "c": c, "gap": gap, "mu": mu}
     for name, x in inputs.items():
-        flat = x.reshape(-1)
-        idx = rng.choice(flat.size, size=min(40, flat.size), replace=False)
-        fd = []
-        for i in idx:
-            old = flat[i]
-            flat[i] = old + eps
-            plus = solve(params, G, c, gap, mu, weights)[0]
-            flat[i] = old - eps
-            minus = solve(params, G, c, gap, mu, weights)[0]
-            flat[i] = old
-            fd.append((plus - minus) / (2 * eps))
-        fd = np.array(fd)
+        idx = rng.choice(x.size, size=min(40, x.size), replace=False)
+        fd = central_differences(x, idx, lambda: solve(params, G, c, gap, mu, weights)[0])
         got = analytic[name].reshape(-1)[idx]
         scale = max(np.abs(fd).max(), 1e-8)
         assert np.abs(got - fd).max() <= 1e-5 * scale + 1e-9, f"{mode}/{name}: {np.abs(got - fd).max():.2e} vs {scale:.2e}"
