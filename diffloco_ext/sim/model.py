@@ -177,7 +177,8 @@ class Model:
 
     def with_parameters(self, arrays: dict[str, wp.array]) -> "Model":
         """A shallow copy of the model with some per-env parameter arrays replaced (same shapes and dtypes):
-        how one step runs with parameters that are not the model's own (e.g. a task's randomised tensors)."""
+        how one step runs with parameters that are not the model's own (e.g. a task's randomised tensors). The
+        model itself when every array given is already its own."""
         for name, array in arrays.items():
             if name not in RANDOMIZABLE:
                 raise KeyError(f"'{name}' is not a per-env model parameter: use one of {tuple(RANDOMIZABLE)}")
