@@ -69,11 +69,19 @@ def _mujoco_rate(robot, dt: float, contact: bool, seconds: float) -> float:
     return steps / (clock() - start)
 
 
-def forward_env_steps_per_s(sim: Simulator, steps: int, repeats: int = 3) -> float:
-    """Best of ``repeats`` timings of ``steps`` steps (the machine is noisy; the best is the least disturbed)."""
+def forward_env_steps_per_s(sim: Simulator, steps: int, repeats: int = 3, min_seconds: float = 0.25) -> float:
+    """Best of ``repeats`` timings of at least ``steps`` steps and ``min_seconds`` each (the machine is noisy; the
+    best is the least disturbed; small env counts need more steps than large ones for a stable figure)."""
     s0, s1, control = sim.state(), sim.empty_state(), sim.control()
-    sim.step(s0, control, s1)  # compile / warm up
+    for _ in range(4):  # compile, warm up (and record the replays of both state pairs)
+        sim.step(s0, control, s1)
+        s0, s1 = s1, s0
     wp.synchronize()
+    start = clock()
+    sim.step(s0, control, s1)
+    wp.synchronize()
+    per_step = max(clock() - start, 1e-6)
+    steps = max(steps, 2 * int(min_seconds / per_step / 2))
     best = float("inf")
     for _ in range(repeats):
         start = clock()
