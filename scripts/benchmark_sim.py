@@ -16,6 +16,7 @@ stricter ratio against the bare step (which skips the foot kinematics at the new
     python scripts/benchmark_sim.py --contact smoothed
     python scripts/benchmark_sim.py --profile        # time of each stage of the step and of the backward pass
     python scripts/benchmark_sim.py --json           # last line: one JSON object
+    python scripts/benchmark_sim.py --cpu-time       # this process's CPU time instead of wall time (shared machines)
 
 Times on shared machines are noisy: every figure is the best of several timings, and ratios compare
 figures from one run.
@@ -39,6 +40,11 @@ from diffloco_ext.sim.contact import CONTACT_MODES
 from diffloco_ext.sim.simulator import StepData
 from diffloco_ext.sim.torch_bridge import TorchSimulator
 
+#: The clock every timing reads: wall time, or with ``--cpu-time`` this process's CPU time (``time.process_time``:
+#: on a shared machine it leaves out the time other processes hold the core; Warp's CPU launches and torch, set to
+#: one thread, run on this process's one thread).
+clock = time.perf_counter
+
 
 def mujoco_steps_per_s(robot, dt: float, contact: bool, seconds: float = 0.5, repeats: int = 3) -> float:
     """Best of ``repeats`` rates over ``seconds`` each."""
@@ -55,27 +61,35 @@ def _mujoco_rate(robot, dt: float, contact: bool, seconds: float) -> float:
     data.ctrl[:] = robot.default_joint_positions()
     for _ in range(100):
         mujoco.mj_step(model, data)
-    steps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
+    steps, start = 0, clock()
+    while clock() - start < seconds:
         for _ in range(200):
             mujoco.mj_step(model, data)
         steps += 200
-    return steps / (time.perf_counter() - start)
+    return steps / (clock() - start)
 
 
-def forward_env_steps_per_s(sim: Simulator, steps: int, repeats: int = 3) -> float:
-    """Best of ``repeats`` timings of ``steps`` steps (the machine is noisy; the best is the least disturbed)."""
+def forward_env_steps_per_s(sim: Simulator, steps: int, repeats: int = 3, min_seconds: float = 0.25) -> float:
+    """Best of ``repeats`` timings of at least ``steps`` steps and ``min_seconds`` each (the machine is noisy; the
+    best is the least disturbed; small env counts need more steps than large ones for a stable figure)."""
     s0, s1, control = sim.state(), sim.empty_state(), sim.control()
-    sim.step(s0, control, s1)  # compile / warm up
+    for _ in range(4):  # compile, warm up (and record the replays of both state pairs)
+        sim.step(s0, control, s1)
+        s0, s1 = s1, s0
     wp.synchronize()
+    start = clock()
+    sim.step(s0, control, s1)
+    wp.synchronize()
+    per_step = max(clock() - start, 1e-6)
+    steps = max(steps, 2 * int(min_seconds / per_step / 2))
     best = float("inf")
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = clock()
         for _ in range(steps):
             sim.step(s0, control, s1)
             s0, s1 = s1, s0
         wp.synchronize()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, clock() - start)
     return sim.model.num_envs * steps / best
 
 
@@ -98,7 +112,7 @@ def policy_step_seconds(sim: Simulator, substeps: int, decimated: bool, backward
                           requires_grad=True)
     best = float("inf")
     for round_index in range(repeats + 1):
-        start = time.perf_counter()
+        start = clock()
         with torch.set_grad_enabled(backward):
             q, u, loss = q0, u0, 0.0
             for _ in range(policy_steps):
@@ -112,7 +126,7 @@ def policy_step_seconds(sim: Simulator, substeps: int, decimated: bool, backward
                 loss.backward()
         wp.synchronize()
         if round_index > 0:
-            best = min(best, time.perf_counter() - start)
+            best = min(best, clock() - start)
     return best / policy_steps
 
 
@@ -144,10 +158,10 @@ def profile_stages(sim: Simulator, repeats: int = 10) -> list[tuple[str, float]]
 
     def timed_launch(kernel, *args, **kwargs):
         wp.synchronize()
-        start = time.perf_counter()
+        start = clock()
         original(kernel, *args, **kwargs)
         wp.synchronize()
-        recorded[kernel.key] = recorded.get(kernel.key, 0.0) + (time.perf_counter() - start) * 1e3
+        recorded[kernel.key] = recorded.get(kernel.key, 0.0) + (clock() - start) * 1e3
 
     wp.launch = timed_launch
     try:
@@ -174,7 +188,7 @@ def profile_backward(sim: Simulator, steps: int = 4, repeats: int = 3) -> list[t
 
     def timed_backward(tape, loss=None, grads=None):
         for entry in reversed(tape.launches):
-            start = time.perf_counter()
+            start = clock()
             if callable(entry):
                 entry()
                 name = getattr(entry, "__qualname__", str(entry)).split(".<locals>")[0]
@@ -185,7 +199,7 @@ def profile_backward(sim: Simulator, steps: int = 4, repeats: int = 3) -> list[t
                           adj_outputs=[tape.get_adjoint(a) for a in outputs], block_dim=block_dim)
                 name = "autodiff " + kernel.key.split("__")[-1]
             wp.synchronize()
-            timings[name] = timings.get(name, 0.0) + (time.perf_counter() - start) * 1e3 / steps
+            timings[name] = timings.get(name, 0.0) + (clock() - start) * 1e3 / steps
 
     for _ in range(repeats + 1):
         timings: dict[str, float] = {}
@@ -215,15 +229,21 @@ def main() -> None:
     parser.add_argument("--no-backward", action="store_true", help="skip forward+backward timing")
     parser.add_argument("--profile", action="store_true", help="print the time of each stage at the largest N")
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time with this process's CPU time instead of wall time (shared machines)")
     parser.add_argument("--substeps", type=int, default=0,
                         help="also time a decimated policy step of this many physics steps against as many "
                              "single-step calls, at every --num-envs")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.cpu_time:
+        global clock
+        clock = time.process_time
 
     robot = get_robot(args.robot)
     mj = mujoco_steps_per_s(robot, args.dt, contact=args.contact != "none")
-    print(f"robot {robot.name}, dt {args.dt} s, {args.dtype}, device {args.device}, contact: {args.contact}")
+    print(f"robot {robot.name}, dt {args.dt} s, {args.dtype}, device {args.device}, contact: {args.contact}, "
+          f"{'CPU' if args.cpu_time else 'wall'} time")
     print(f"MuJoCo C (1 env, {'on its floor' if args.contact != 'none' else 'contacts disabled'}): {mj:,.0f} steps/s")
     print(f"{'envs':>6} {'step env-steps/s':>17} {'x MuJoCo':>9} {'rollout fwd':>12} {'rollout fwd+bwd':>16} "
           f"{'fwd+bwd/fwd':>12} {'fwd+bwd/step':>13} {'tape MiB':>9}")
@@ -273,6 +293,7 @@ def main() -> None:
     best = max(rows, key=lambda r: r["fwd_env_steps_per_s"])
     if args.json:
         print(json.dumps(dict(robot=robot.name, device=args.device, dtype=args.dtype, dt=args.dt, contact=args.contact,
+                              clock="cpu" if args.cpu_time else "wall",
                               mujoco_env_steps_per_s=mj, fwd_env_steps_per_s=best["fwd_env_steps_per_s"],
                               fwd_rollout_env_steps_per_s=best["fwd_rollout_env_steps_per_s"],
                               fwd_bwd_env_steps_per_s=best["fwd_bwd_env_steps_per_s"],

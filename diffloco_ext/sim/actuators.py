@@ -51,10 +51,15 @@ divergence guard); such a joint gets zero torque and no gradient.
 
 
 import functools
+from dataclasses import dataclass
 
 import warp as wp
 
-from .adjoint import input_grad, output_grad
+from .adjoint import launch_stage
+from .bias_forces import BiasForceData
+from .coordinates import dof_of_joint, q_of_joint
+from .mass_matrix import MassMatrixData
+from .stage_data import StageData, StageInputs, intermediate, kernel_types, stage_input
 
 #: ``drive_branch`` codes: which piece of the envelope a joint is on over the step.
 TRACKING = 0  # tau = raw (inside the envelope)
@@ -66,10 +71,49 @@ SPEED_FROM_LIMIT = 5  # speed line, implicit; tau_A = +-E or 0 (the joint starts
 INVALID = 7  # non-finite control input: tau = 0, the env is flagged
 
 
+@dataclass
+class ActuationData(StageData):
+    """The drives over one step (see the module docstring)."""
+
+    drive_branch: wp.array = intermediate(lambda s: (s.N, s.n), "int32", zero=True,
+                                          doc="envelope piece of each drive over the step (codes above)")
+    tau_start: wp.array = intermediate(lambda s: (s.N, s.n), doc="drive torque of the piece at the start velocity")
+    implicit_damping: wp.array = intermediate(lambda s: (s.N, s.n), values_only=True,
+                                              doc="slope b of the speed line taken implicitly (N m s/rad)")
+    invalid_control: wp.array = intermediate(lambda s: (s.N,), "int32", zero=True,
+                                             doc="non-finite joint target or feed-forward torque")
+    rhs: wp.array = intermediate(lambda s: (s.N, s.nv, 1), doc="impulse of the smooth forces over the step")
+    tau: wp.array = intermediate(lambda s: (s.N, s.n), doc="drive torque applied during the step (N m)")
+
+
+@dataclass
+class ActuationInputs(StageInputs):
+    """What the drives read."""
+
+    q: wp.array = stage_input("scalar", 2, doc="midpoint coordinates [N, nq]")
+    u: wp.array = stage_input("scalar", 2, doc="start velocities [N, nv]")
+    joint_target: wp.array = stage_input("scalar", 2, doc="PD position targets [N, n] (rad)")
+    joint_torque: wp.array = stage_input("scalar", 2, doc="feed-forward torques [N, n] (N m)")
+    bias: BiasForceData = stage_input(group=BiasForceData)
+    mass: MassMatrixData = stage_input(group=MassMatrixData)
+    dt: float = stage_input("scalar", doc="time step (s)")
+
+
+@dataclass
+class AppliedTorqueInputs(StageInputs):
+    """What the applied torque reads besides the actuation's own data: the step's start and end velocities."""
+
+    u_start: wp.array = stage_input("scalar", 2, doc="[N, nv]")
+    u_end: wp.array = stage_input("scalar", 2, doc="[N, nv]")
+
+
 @functools.cache
 def actuator_kernels(dtype):
     zero = dtype(0.0)
     one = dtype(1.0)
+    T = kernel_types(dtype)
+    In = ActuationInputs.struct_type(dtype)
+    TorqueIn = AppliedTorqueInputs.struct_type(dtype)
 
     @wp.func
     def _envelope(vel: dtype, effort_limit: dtype, saturation_effort: dtype, velocity_limit: dtype):
@@ -79,50 +123,30 @@ def actuator_kernels(dtype):
         return lower, upper
 
     @wp.kernel(enable_backward=False)
-    def actuation(
-        # Model:
-        stiffness: wp.array2d(dtype=dtype),
-        damping: wp.array2d(dtype=dtype),
-        effort_limit: wp.array2d(dtype=dtype),
-        saturation_effort: wp.array2d(dtype=dtype),
-        velocity_limit: wp.array2d(dtype=dtype),
-        joint_friction_damping: wp.array2d(dtype=dtype),
-        fixed_base: int,
-        # In:
-        q_in: wp.array2d(dtype=dtype),
-        u_in: wp.array2d(dtype=dtype),
-        joint_target_in: wp.array2d(dtype=dtype),
-        joint_torque_ff_in: wp.array2d(dtype=dtype),
-        bias_in: wp.array2d(dtype=dtype),
-        H_in: wp.array3d(dtype=dtype),
-        dt: dtype,
-        # Out:
-        branch_out: wp.array2d(dtype=wp.int32),
-        tau_start_out: wp.array2d(dtype=dtype),
-        implicit_damping_out: wp.array2d(dtype=dtype),
-        rhs_out: wp.array3d(dtype=dtype),
-        invalid_out: wp.array(dtype=wp.int32),
-    ):
+    def actuation(model: T.Model, inputs: In, outputs: T.Act):
         """Branches, ``tau_A``, ``b`` [N, n], the impulse ``rhs`` [N, nv, 1] and the invalid-control flag [N]."""
         e = wp.tid()
+        bias = inputs.bias.bias
+        dt = inputs.dt
         for k in range(6):
-            value = -dt * bias_in[e, k]
-            if fixed_base != 0:
+            value = -dt * bias[e, k]
+            if model.fixed_base != 0:
                 value = zero
-            rhs_out[e, k, 0] = value
+            outputs.rhs[e, k, 0] = value
         invalid = int(0)
-        for j in range(stiffness.shape[1]):
-            vel = u_in[e, 6 + j]
-            target = joint_target_in[e, j]
-            ff = joint_torque_ff_in[e, j]
-            E = effort_limit[e, j]
-            S = saturation_effort[e, j]
-            v = velocity_limit[e, j]
-            d = joint_friction_damping[e, j]
-            raw = stiffness[e, j] * (target - q_in[e, 7 + j]) - damping[e, j] * vel + ff
+        for j in range(model.joint_stiffness.shape[1]):
+            dof = dof_of_joint(j)
+            vel = inputs.u[e, dof]
+            target = inputs.joint_target[e, j]
+            ff = inputs.joint_torque[e, j]
+            E = model.effort_limit[e, j]
+            S = model.saturation_effort[e, j]
+            v = model.velocity_limit[e, j]
+            d = model.joint_friction_damping[e, j]
+            raw = model.joint_stiffness[e, j] * (target - inputs.q[e, q_of_joint(j)]) - model.joint_damping[e, j] * vel + ff
             # predictor: the joint alone ends at w(tau) = w0 + c tau
-            c = dt / H_in[e, 6 + j, 6 + j]
-            w0 = vel + c * (-bias_in[e, 6 + j] - d * vel)
+            c = dt / inputs.mass.H[e, dof, dof]
+            w0 = vel + c * (-bias[e, dof] - d * vel)
             branch = int(TRACKING)
             torque = raw
             slope = zero
@@ -164,161 +188,89 @@ def actuator_kernels(dtype):
                         branch = int(SPEED_FROM_LINE)
                     elif raw < start_lo and line_lo >= -E and line_lo <= zero:
                         branch = int(SPEED_FROM_LINE)
-            branch_out[e, j] = branch
-            tau_start_out[e, j] = torque
-            implicit_damping_out[e, j] = slope
-            rhs_out[e, 6 + j, 0] = dt * (torque - d * vel - bias_in[e, 6 + j])
-        invalid_out[e] = invalid
+            outputs.drive_branch[e, j] = branch
+            outputs.tau_start[e, j] = torque
+            outputs.implicit_damping[e, j] = slope
+            outputs.rhs[e, dof, 0] = dt * (torque - d * vel - bias[e, dof])
+        outputs.invalid_control[e] = invalid
 
     @wp.kernel(enable_backward=False)
-    def actuation_adjoint(
-        # Model:
-        stiffness: wp.array2d(dtype=dtype),
-        damping: wp.array2d(dtype=dtype),
-        joint_friction_damping: wp.array2d(dtype=dtype),
-        fixed_base: int,
-        # In:
-        q_in: wp.array2d(dtype=dtype),
-        u_in: wp.array2d(dtype=dtype),
-        joint_target_in: wp.array2d(dtype=dtype),
-        joint_torque_ff_in: wp.array2d(dtype=dtype),
-        dt: dtype,
-        branch_in: wp.array2d(dtype=wp.int32),
-        implicit_damping_in: wp.array2d(dtype=dtype),
-        rhs_grad_in: wp.array3d(dtype=dtype),
-        tau_start_grad_in: wp.array2d(dtype=dtype),
-        # Out (accumulated into where the flag is set):
-        q_grad_out: wp.array2d(dtype=dtype),
-        u_grad_out: wp.array2d(dtype=dtype),
-        target_grad_out: wp.array2d(dtype=dtype),
-        torque_ff_grad_out: wp.array2d(dtype=dtype),
-        stiffness_grad_out: wp.array2d(dtype=dtype),
-        damping_grad_out: wp.array2d(dtype=dtype),
-        bias_grad_out: wp.array2d(dtype=dtype),
-        has_q: int,
-        has_u: int,
-        has_target: int,
-        has_ff: int,
-        has_stiffness: int,
-        has_damping: int,
-        has_bias: int,
-    ):
-        """Reverse of :func:`actuation` for the chosen branches (held fixed)."""
+    def actuation_adjoint(model: T.Model, inputs: In, outputs: T.Act, inputs_grad: In, outputs_grad: T.Act,
+                          params_grad: T.Params):
+        """Reverse of :func:`actuation` for the chosen branches (held fixed): from the adjoints of ``rhs`` and
+        ``tau_start`` into ``inputs_grad`` and ``params_grad`` (accumulated)."""
         e = wp.tid()
-        if fixed_base == 0 and has_bias != 0:
+        dt = inputs.dt
+        bias_grad = inputs_grad.bias.bias
+        if model.fixed_base == 0:
             for k in range(6):
-                bias_grad_out[e, k] = bias_grad_out[e, k] - dt * rhs_grad_in[e, k, 0]
-        for j in range(stiffness.shape[1]):
-            g_rhs = dt * rhs_grad_in[e, 6 + j, 0]
-            if has_bias != 0:
-                bias_grad_out[e, 6 + j] = bias_grad_out[e, 6 + j] - g_rhs
-            g = g_rhs + tau_start_grad_in[e, j]  # adjoint of tau_A
-            vel = u_in[e, 6 + j]
-            adj_vel = -joint_friction_damping[e, j] * g_rhs
-            branch = branch_in[e, j]
+                bias_grad[e, k] = bias_grad[e, k] - dt * outputs_grad.rhs[e, k, 0]
+        for j in range(model.joint_stiffness.shape[1]):
+            dof = dof_of_joint(j)
+            qj = q_of_joint(j)
+            g_rhs = dt * outputs_grad.rhs[e, dof, 0]
+            bias_grad[e, dof] = bias_grad[e, dof] - g_rhs
+            g = g_rhs + outputs_grad.tau_start[e, j]  # adjoint of tau_A
+            vel = inputs.u[e, dof]
+            adj_vel = -model.joint_friction_damping[e, j] * g_rhs
+            branch = outputs.drive_branch[e, j]
             if branch == TRACKING or branch == SPEED_FROM_RAW:
-                kp = stiffness[e, j]
-                adj_vel = adj_vel - damping[e, j] * g
-                if has_q != 0:
-                    q_grad_out[e, 7 + j] = q_grad_out[e, 7 + j] - kp * g
-                if has_target != 0:
-                    target_grad_out[e, j] = target_grad_out[e, j] + kp * g
-                if has_ff != 0:
-                    torque_ff_grad_out[e, j] = torque_ff_grad_out[e, j] + g
-                if has_stiffness != 0:
-                    stiffness_grad_out[e, j] = stiffness_grad_out[e, j] + (joint_target_in[e, j] - q_in[e, 7 + j]) * g
-                if has_damping != 0:
-                    damping_grad_out[e, j] = damping_grad_out[e, j] - vel * g
+                kp = model.joint_stiffness[e, j]
+                adj_vel = adj_vel - model.joint_damping[e, j] * g
+                inputs_grad.q[e, qj] = inputs_grad.q[e, qj] - kp * g
+                inputs_grad.joint_target[e, j] = inputs_grad.joint_target[e, j] + kp * g
+                inputs_grad.joint_torque[e, j] = inputs_grad.joint_torque[e, j] + g
+                params_grad.joint_stiffness[e, j] = params_grad.joint_stiffness[e, j] + (
+                    inputs.joint_target[e, j] - inputs.q[e, qj]) * g
+                params_grad.joint_damping[e, j] = params_grad.joint_damping[e, j] - vel * g
             elif branch == SPEED_FROM_LINE:
-                adj_vel = adj_vel - implicit_damping_in[e, j] * g  # tau_A = S (+-1 - qd_A / v)
-            if has_u != 0:
-                u_grad_out[e, 6 + j] = u_grad_out[e, 6 + j] + adj_vel
+                adj_vel = adj_vel - outputs.implicit_damping[e, j] * g  # tau_A = S (+-1 - qd_A / v)
+            inputs_grad.u[e, dof] = inputs_grad.u[e, dof] + adj_vel
 
     @wp.kernel(enable_backward=False)
-    def applied_torque(
-        # In:
-        tau_start_in: wp.array2d(dtype=dtype),
-        implicit_damping_in: wp.array2d(dtype=dtype),
-        u_start_in: wp.array2d(dtype=dtype),
-        u_end_in: wp.array2d(dtype=dtype),
-        # Out:
-        tau_out: wp.array2d(dtype=dtype),
-    ):
-        """``tau = tau_A - b (qd_E - qd_A)`` [N, n]."""
+    def applied_torque(model: T.Model, inputs: TorqueIn, outputs: T.Act):
+        """``tau = tau_A - b (qd_E - qd_A)`` [N, n] (``tau_A``, ``b`` and ``tau`` are the actuation's data)."""
         e = wp.tid()
-        for j in range(tau_out.shape[1]):
-            tau_out[e, j] = tau_start_in[e, j] - implicit_damping_in[e, j] * (u_end_in[e, 6 + j] - u_start_in[e, 6 + j])
+        for j in range(outputs.tau.shape[1]):
+            dof = dof_of_joint(j)
+            outputs.tau[e, j] = outputs.tau_start[e, j] - outputs.implicit_damping[e, j] * (
+                inputs.u_end[e, dof] - inputs.u_start[e, dof])
 
     @wp.kernel(enable_backward=False)
-    def applied_torque_adjoint(
-        # In:
-        implicit_damping_in: wp.array2d(dtype=dtype),
-        tau_grad_in: wp.array2d(dtype=dtype),
-        # Out (accumulated into where the flag is set):
-        tau_start_grad_out: wp.array2d(dtype=dtype),
-        u_start_grad_out: wp.array2d(dtype=dtype),
-        u_end_grad_out: wp.array2d(dtype=dtype),
-        has_u_start: int,
-    ):
+    def applied_torque_adjoint(model: T.Model, inputs: TorqueIn, outputs: T.Act, inputs_grad: TorqueIn,
+                               outputs_grad: T.Act):
+        """From the adjoint of ``tau`` into those of ``tau_start`` and the velocities (accumulated)."""
         e = wp.tid()
-        for j in range(tau_grad_in.shape[1]):
-            g = tau_grad_in[e, j]
-            bg = implicit_damping_in[e, j] * g
-            tau_start_grad_out[e, j] = tau_start_grad_out[e, j] + g
-            u_end_grad_out[e, 6 + j] = u_end_grad_out[e, 6 + j] - bg
-            if has_u_start != 0:
-                u_start_grad_out[e, 6 + j] = u_start_grad_out[e, 6 + j] + bg
+        for j in range(outputs.tau.shape[1]):
+            dof = dof_of_joint(j)
+            g = outputs_grad.tau[e, j]
+            bg = outputs.implicit_damping[e, j] * g
+            outputs_grad.tau_start[e, j] = outputs_grad.tau_start[e, j] + g
+            inputs_grad.u_end[e, dof] = inputs_grad.u_end[e, dof] - bg
+            inputs_grad.u_start[e, dof] = inputs_grad.u_start[e, dof] + bg
 
     return actuation, actuation_adjoint, applied_torque, applied_torque_adjoint
 
 
-def actuation(model, q: wp.array, u: wp.array, control, bias: wp.array, H: wp.array, dt: float, branch: wp.array,
-              tau_start: wp.array, implicit_damping: wp.array, rhs: wp.array, invalid: wp.array,
+def actuation(model, q: wp.array, u: wp.array, control, bias, mass, dt: float, act: ActuationData,
               tape: wp.Tape | None = None) -> None:
-    """Drive branches ``branch`` [N, n] int32, torques at the start velocity ``tau_start`` [N, n] (N·m), implicit
-    damping ``implicit_damping`` [N, n] (N·m·s/rad), the step's impulse ``rhs`` [N, nv, 1] (N·m·s) and the
-    invalid-control flags ``invalid`` [N] int32 at the midpoint ``q`` [N, nq], start velocity ``u`` [N, nv],
-    bias forces ``bias`` [N, nv] and mass matrix ``H`` [N, nv, nv] (see the module docstring). The solve must
-    use ``H + dt diag(0, implicit_damping)``. The hand-written reverse is recorded on ``tape`` when given."""
+    """Drive branches, torques at the start velocity (N·m), implicit damping (N·m·s/rad), the step's impulse
+    ``rhs`` [N, nv, 1] (N·m·s) and the invalid-control flags into ``act``, at the midpoint ``q`` [N, nq], start
+    velocity ``u`` [N, nv], ``control`` (:class:`~.state.Control`), the bias forces of ``bias``
+    (:class:`~.bias_forces.BiasForceData`) and the mass matrix of ``mass`` (see the module docstring). The solve
+    must use ``H + dt diag(0, implicit_damping)``. The hand-written reverse is recorded on ``tape`` when given."""
     forward, adjoint = actuator_kernels(model.dtype)[:2]
-    m, s = model, model.dtype
-    wp.launch(forward, dim=m.num_envs, device=m.device, record_tape=False, inputs=[
-        m.joint_stiffness, m.joint_damping, m.effort_limit, m.saturation_effort, m.velocity_limit,
-        m.joint_friction_damping, int(m.fixed_base), q, u, control.joint_target, control.joint_torque, bias, H, s(dt),
-        branch, tau_start, implicit_damping, rhs, invalid])
-    if tape is None:
-        return
-    inputs = (q, u, control.joint_target, control.joint_torque, m.joint_stiffness, m.joint_damping, bias)
-
-    def backward() -> None:
-        rhs_grad = output_grad("actuation", "rhs", rhs)
-        tau_start_grad = output_grad("actuation", "tau_start", tau_start)
-        grads, flags = zip(*(input_grad("actuation", a) for a in inputs))
-        wp.launch(adjoint, dim=m.num_envs, device=m.device, record_tape=False, inputs=[
-            m.joint_stiffness, m.joint_damping, m.joint_friction_damping, int(m.fixed_base), q, u,
-            control.joint_target, control.joint_torque, s(dt), branch, implicit_damping, rhs_grad, tau_start_grad,
-            *grads, *flags])
-
-    tape.record_func(backward=backward, arrays=[])
+    inputs = ActuationInputs(q=q, u=u, joint_target=control.joint_target, joint_torque=control.joint_torque,
+                             bias=bias, mass=mass, dt=dt)
+    launch_stage("actuation", model, [forward], adjoint, inputs, act, tape,
+                 extra_grads=lambda: [model.parameter_grads("actuation")])
 
 
-def applied_torque(tau_start: wp.array, implicit_damping: wp.array, u_start: wp.array, u_end: wp.array,
-                   tau: wp.array, tape: wp.Tape | None = None) -> None:
-    """The drive torque applied over the step, ``tau = tau_A - b (qd_E - qd_A)`` [N, n] (N·m), from the
-    :func:`actuation` outputs and the step's start and end velocities [N, nv]; reverse recorded on ``tape``."""
-    forward, adjoint = actuator_kernels(tau.dtype)[2:]
-    N = tau.shape[0]
-    wp.launch(forward, dim=N, device=tau.device, record_tape=False,
-              inputs=[tau_start, implicit_damping, u_start, u_end, tau])
-    if tape is None:
-        return
-
-    def backward() -> None:
-        tau_grad = output_grad("applied torque", "tau", tau)
-        tau_start_grad = output_grad("applied torque", "tau_start (its input, an intermediate)", tau_start)
-        u_end_grad = output_grad("applied torque", "u_new (its input, an intermediate)", u_end)
-        u_start_grad, has_u_start = input_grad("applied torque", u_start)
-        wp.launch(adjoint, dim=N, device=tau.device, record_tape=False, inputs=[
-            implicit_damping, tau_grad, tau_start_grad, u_start_grad, u_end_grad, has_u_start])
-
-    tape.record_func(backward=backward, arrays=[])
+def applied_torque(model, u_start: wp.array, u_end: wp.array, act: ActuationData,
+                   tape: wp.Tape | None = None) -> None:
+    """The drive torque applied over the step, ``act.tau = tau_A - b (qd_E - qd_A)`` [N, n] (N·m), from the
+    :func:`actuation` outputs in ``act`` and the step's start and end velocities [N, nv]; reverse recorded on
+    ``tape``."""
+    forward, adjoint = actuator_kernels(model.dtype)[2:]
+    launch_stage("applied_torque", model, [forward], adjoint, AppliedTorqueInputs(u_start=u_start, u_end=u_end),
+                 act, tape)

@@ -1,16 +1,17 @@
-"""What every hand-written reverse pass needs: the gradient arrays of its outputs, which must exist, and the
-gradient arrays of its inputs, which may not (an input nobody differentiates gets a stand-in).
+"""What every stage's reverse pass needs: the gradient arrays of its outputs, which must exist, the gradient arrays
+of its inputs, which may not (an input nobody differentiates gets a stand-in), and how a kernel left to Warp's
+automatic adjoint is recorded.
 
 A reverse pass recorded on a tape (``Tape.record_func``) runs when the tape is reversed. By then every output of
-the stage must carry a gradient array: a missing one means the caller built an output without
-``requires_grad`` (e.g. a ``state_out`` made by ``empty_state()`` without ``requires_grad=True``), and skipping
-the stage would silently give zero gradients. :func:`output_grad` makes that an error naming the stage and the
-array.
+the stage must carry a gradient array. The step's intermediates get theirs when the step is reversed
+(:meth:`~.stage_data.StageData.attach_gradients`); an output the caller made (``state_out``, a foot position)
+without ``requires_grad`` would silently give zero gradients: :func:`output_grad` makes that an error naming the
+stage and the array.
 
-An input may legitimately have no gradient (a constant control, an integer table). Kernels then receive a
-stand-in of the right shape and dtype from the scratch pool (:mod:`.scratch`) and a flag telling them not to
-write it: :func:`input_grad` returns both. Stand-ins are never other arrays of the step, so a flag bug can only
-write into scratch memory, never corrupt a gradient.
+An input may legitimately have no gradient (a constant control, a model parameter nobody asked a gradient for).
+The reverse kernel then accumulates into a stand-in of the right shape and dtype from the scratch pool
+(:mod:`.scratch`), :func:`input_grad`: stand-ins are never other arrays of the step, so the unused adjoint
+lands in scratch memory only.
 """
 
 from __future__ import annotations
@@ -35,9 +36,41 @@ def has_grad(array: wp.array) -> bool:
     return bool(array.requires_grad and array.grad is not None)
 
 
-def input_grad(stage: str, array: wp.array) -> tuple[wp.array, int]:
-    """``(gradient array, 1)`` of an input that takes a gradient, else ``(stand-in, 0)``: a scratch array of the
-    same shape and dtype, owned by ``stage``, that the kernel must not write (its flag is 0)."""
+def input_grad(stage: str, array: wp.array) -> wp.array:
+    """The gradient array of an input that takes one, else a stand-in: a scratch array of the same shape and dtype,
+    owned by ``stage``, whose content nobody reads."""
     if has_grad(array):
-        return array.grad, 1
-    return scratch_array(f"{stage}.stand_in", array.shape, array.dtype, array.device, zero=False), 0
+        return array.grad
+    return scratch_array(f"{stage}.stand_in", array.shape, array.dtype, array.device, zero=False)
+
+
+def launch(kernel, dim, inputs: list, device, tape: wp.Tape | None = None) -> None:
+    """Launch ``kernel``; with a ``tape``, record it there for Warp's automatic adjoint (whether or not the tape is
+    the active one). The stages with hand-written reverse passes launch with ``record_tape=False`` instead."""
+    wp.launch(kernel, dim=dim, inputs=inputs, device=device, record_tape=False)
+    if tape is not None:
+        tape.record_launch(kernel, dim, 0, inputs, [], device)
+
+
+def launch_stage(stage: str, model, kernels, adjoint, inputs, outputs, tape: wp.Tape | None = None, *,
+                 extra_inputs=(), extra_grads=None, dim=None) -> None:
+    """Run a stage with a hand-written reverse: each kernel of ``kernels`` on ``(model, inputs, outputs,
+    *extra_inputs)`` (:class:`~.stage_data.StageInputs`, :class:`~.stage_data.StageData`) over the environments
+    (or ``dim``), then, with a ``tape``, record the reverse: ``adjoint`` on the same arguments followed by the
+    inputs' gradients, the outputs' gradients and ``extra_grads()`` (called when the reverse runs: gradient
+    arrays that exist only then)."""
+    dim = model.num_envs if dim is None else dim
+    args = [model.arrays, inputs.values(model.dtype), outputs.values, *extra_inputs]
+    for kernel in kernels:
+        wp.launch(kernel, dim=dim, inputs=args, device=model.device, record_tape=False)
+    if tape is None:
+        return
+
+    def backward() -> None:
+        grads = [inputs.grads(model.dtype, stage), outputs.grads]
+        if extra_grads is not None:
+            grads += list(extra_grads())
+        wp.launch(adjoint, dim=dim, inputs=[*args, *grads], device=model.device, record_tape=False)
+
+    backward.__qualname__ = stage  # what profiles of the backward pass show
+    tape.record_func(backward=backward, arrays=[])

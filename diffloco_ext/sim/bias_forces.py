@@ -8,11 +8,14 @@ point passing through the fixed origin).
 
 
 import functools
+from dataclasses import dataclass
 
 import warp as wp
 
-from .adjoint import input_grad, output_grad
-from .scratch import scratch_array
+from .adjoint import launch_stage
+from .coordinates import body_of_dof, dof_of_body
+from .kinematics import KinematicsData
+from .mass_matrix import MassMatrixData
 from .spatial import (
     inertia_times_motion,
     inertia_times_motion_adjoint,
@@ -20,142 +23,128 @@ from .spatial import (
     motion_cross_motion,
     motion_dot_force,
 )
+from .stage_data import StageData, StageInputs, intermediate, kernel_types, stage_input
 from .warp_setup import warp_types
+
+
+@dataclass
+class BiasForceData(StageData):
+    """The recursive Newton-Euler pass at zero joint acceleration; world orientation, about the base origin. The
+    body accelerations' and subtree forces' gradient arrays are the reverse pass's working memory."""
+
+    body_acc_ang: wp.array = intermediate(lambda s: (s.N, s.B), "vec3", doc="bias acceleration, angular")
+    body_acc_lin: wp.array = intermediate(lambda s: (s.N, s.B), "vec3", doc="bias acceleration, linear")
+    body_force_ang: wp.array = intermediate(lambda s: (s.N, s.B), "vec3", values_only=True,
+                                            doc="force each body needs, moment about the origin")
+    body_force_lin: wp.array = intermediate(lambda s: (s.N, s.B), "vec3", values_only=True,
+                                            doc="force each body needs")
+    subtree_force_ang: wp.array = intermediate(lambda s: (s.N, s.B), "vec3", doc="sum over the subtree, moment")
+    subtree_force_lin: wp.array = intermediate(lambda s: (s.N, s.B), "vec3", doc="sum over the subtree, force")
+    bias: wp.array = intermediate(lambda s: (s.N, s.nv), doc="bias forces C(q, u) u + g(q) (N, N m)")
+
+
+@dataclass
+class BiasForceInputs(StageInputs):
+    """What the RNEA reads: the velocity, the kinematics (body velocities, motion subspace) and the body inertias."""
+
+    u: wp.array = stage_input("scalar", 2, doc="velocities [N, nv]")
+    kin: KinematicsData = stage_input(group=KinematicsData)
+    mass: MassMatrixData = stage_input(group=MassMatrixData)
 
 
 @functools.cache
 def bias_force_kernels(dtype):
-    t = warp_types(dtype)
-    vec3, mat33 = t.vec3, t.mat33
+    vec3 = warp_types(dtype).vec3
+    T = kernel_types(dtype)
+    In = BiasForceInputs.struct_type(dtype)
 
     @wp.kernel(enable_backward=False)
-    def body_bias_forces(
-        u: wp.array2d(dtype=dtype),
-        gravity: wp.array(dtype=vec3),
-        body_parent: wp.array(dtype=wp.int32),
-        dof_ang: wp.array2d(dtype=vec3),
-        dof_lin: wp.array2d(dtype=vec3),
-        body_vel_ang: wp.array2d(dtype=vec3),
-        body_vel_lin: wp.array2d(dtype=vec3),
-        inertia_m: wp.array2d(dtype=dtype),
-        inertia_h: wp.array2d(dtype=vec3),
-        inertia_J: wp.array2d(dtype=mat33),
-        body_acc_ang: wp.array2d(dtype=vec3),
-        body_acc_lin: wp.array2d(dtype=vec3),
-        body_force_ang: wp.array2d(dtype=vec3),
-        body_force_lin: wp.array2d(dtype=vec3),
-        subtree_force_ang: wp.array2d(dtype=vec3),
-        subtree_force_lin: wp.array2d(dtype=vec3),
-    ):
+    def body_bias_forces(model: T.Model, inputs: In, outputs: T.Bias):
         """Bias acceleration of every body and the force it needs, ``F = I A + V x* (I V)``, then the sum of the
         forces over each body's subtree, children into parents (bodies are numbered parents first)."""
         e = wp.tid()
-        for b in range(body_parent.shape[0]):
-            w = body_vel_ang[e, b]
-            v = body_vel_lin[e, b]
+        num_bodies = model.body_parent.shape[0]
+        for b in range(num_bodies):
+            w = inputs.kin.body_vel_ang[e, b]
+            v = inputs.kin.body_vel_lin[e, b]
             acc_ang = vec3(dtype(0.0), dtype(0.0), dtype(0.0))
-            acc_lin = -wp.cross(w, v) - gravity[e]
+            acc_lin = -wp.cross(w, v) - model.gravity[e]
             if b > 0:
-                p = body_parent[b]
-                qd = u[e, 5 + b]
-                ca, cl = motion_cross_motion(w, v, dof_ang[e, 5 + b] * qd, dof_lin[e, 5 + b] * qd)
-                acc_ang = body_acc_ang[e, p] + ca
-                acc_lin = body_acc_lin[e, p] + cl
-            body_acc_ang[e, b] = acc_ang
-            body_acc_lin[e, b] = acc_lin
-            m = inertia_m[e, b]
-            h = inertia_h[e, b]
-            J = inertia_J[e, b]
+                p = model.body_parent[b]
+                k = dof_of_body(b)
+                qd = inputs.u[e, k]
+                ca, cl = motion_cross_motion(w, v, inputs.kin.dof_ang[e, k] * qd, inputs.kin.dof_lin[e, k] * qd)
+                acc_ang = outputs.body_acc_ang[e, p] + ca
+                acc_lin = outputs.body_acc_lin[e, p] + cl
+            outputs.body_acc_ang[e, b] = acc_ang
+            outputs.body_acc_lin[e, b] = acc_lin
+            m = inputs.mass.inertia_m[e, b]
+            h = inputs.mass.inertia_h[e, b]
+            J = inputs.mass.inertia_J[e, b]
             na, fa = inertia_times_motion(m, h, J, acc_ang, acc_lin)
             nv, fv = inertia_times_motion(m, h, J, w, v)
             nc, fc = motion_cross_force(w, v, nv, fv)
-            body_force_ang[e, b] = na + nc
-            body_force_lin[e, b] = fa + fc
-            subtree_force_ang[e, b] = na + nc
-            subtree_force_lin[e, b] = fa + fc
-        for bb in range(body_parent.shape[0] - 1):
-            b2 = body_parent.shape[0] - 1 - bb
-            p2 = body_parent[b2]
-            subtree_force_ang[e, p2] = subtree_force_ang[e, p2] + subtree_force_ang[e, b2]
-            subtree_force_lin[e, p2] = subtree_force_lin[e, p2] + subtree_force_lin[e, b2]
+            outputs.body_force_ang[e, b] = na + nc
+            outputs.body_force_lin[e, b] = fa + fc
+            outputs.subtree_force_ang[e, b] = na + nc
+            outputs.subtree_force_lin[e, b] = fa + fc
+        for bb in range(num_bodies - 1):
+            b2 = num_bodies - 1 - bb
+            p2 = model.body_parent[b2]
+            outputs.subtree_force_ang[e, p2] = outputs.subtree_force_ang[e, p2] + outputs.subtree_force_ang[e, b2]
+            outputs.subtree_force_lin[e, p2] = outputs.subtree_force_lin[e, p2] + outputs.subtree_force_lin[e, b2]
 
     @wp.kernel(enable_backward=False)
-    def project_bias(
-        dof_ang: wp.array2d(dtype=vec3),
-        dof_lin: wp.array2d(dtype=vec3),
-        subtree_force_ang: wp.array2d(dtype=vec3),
-        subtree_force_lin: wp.array2d(dtype=vec3),
-        bias: wp.array2d(dtype=dtype),
-    ):
-        """``bias_k = S_k . F^c_{b(k)}``; the base's six DOFs see the whole robot's force."""
+    def project_bias(model: T.Model, inputs: In, outputs: T.Bias):
+        """``bias_k = S_k . F^c_{b(k)}`` from the subtree forces; the base's six DOFs see the whole robot's force."""
         e = wp.tid()
-        for k in range(bias.shape[1]):
-            b = wp.max(k - 5, 0)
-            bias[e, k] = motion_dot_force(dof_ang[e, k], dof_lin[e, k], subtree_force_ang[e, b],
-                                          subtree_force_lin[e, b])
+        for k in range(outputs.bias.shape[1]):
+            b = body_of_dof(k)
+            outputs.bias[e, k] = motion_dot_force(inputs.kin.dof_ang[e, k], inputs.kin.dof_lin[e, k],
+                                                   outputs.subtree_force_ang[e, b], outputs.subtree_force_lin[e, b])
 
     @wp.kernel(enable_backward=False)
-    def body_bias_forces_adjoint(
-        u: wp.array2d(dtype=dtype),
-        body_parent: wp.array(dtype=wp.int32),
-        dof_ang: wp.array2d(dtype=vec3),
-        dof_lin: wp.array2d(dtype=vec3),
-        body_vel_ang: wp.array2d(dtype=vec3),
-        body_vel_lin: wp.array2d(dtype=vec3),
-        inertia_m: wp.array2d(dtype=dtype),
-        inertia_h: wp.array2d(dtype=vec3),
-        inertia_J: wp.array2d(dtype=mat33),
-        body_acc_ang: wp.array2d(dtype=vec3),
-        body_acc_lin: wp.array2d(dtype=vec3),
-        subtree_force_ang: wp.array2d(dtype=vec3),
-        subtree_force_lin: wp.array2d(dtype=vec3),
-        bias_grad: wp.array2d(dtype=dtype),
-        adj_force_ang: wp.array2d(dtype=vec3),
-        adj_force_lin: wp.array2d(dtype=vec3),
-        adj_acc_ang: wp.array2d(dtype=vec3),
-        adj_acc_lin: wp.array2d(dtype=vec3),
-        u_grad: wp.array2d(dtype=dtype),
-        dof_ang_grad: wp.array2d(dtype=vec3),
-        dof_lin_grad: wp.array2d(dtype=vec3),
-        body_vel_ang_grad: wp.array2d(dtype=vec3),
-        body_vel_lin_grad: wp.array2d(dtype=vec3),
-        inertia_m_grad: wp.array2d(dtype=dtype),
-        inertia_h_grad: wp.array2d(dtype=vec3),
-        inertia_J_grad: wp.array2d(dtype=mat33),
-    ):
-        """Reverse of :func:`project_bias` and :func:`body_bias_forces` for one environment (``adj_*`` scratch
-        [N, B])."""
+    def bias_forces_adjoint(model: T.Model, inputs: In, outputs: T.Bias, inputs_grad: In, outputs_grad: T.Bias):
+        """Reverse of :func:`project_bias` and :func:`body_bias_forces` for one environment. ``outputs_grad``
+        arrives with the bias forces' adjoint; its accelerations' and subtree forces' are zeroed working memory.
+        ``inputs_grad`` is accumulated into."""
         e = wp.tid()
-        num_bodies = body_parent.shape[0]
+        num_bodies = model.body_parent.shape[0]
+        dof_ang = inputs.kin.dof_ang
+        dof_lin = inputs.kin.dof_lin
+        adj_force_ang = outputs_grad.subtree_force_ang
+        adj_force_lin = outputs_grad.subtree_force_lin
+        adj_acc_ang = outputs_grad.body_acc_ang
+        adj_acc_lin = outputs_grad.body_acc_lin
         # bias_k = S_k . F^c_b(k): the base's six DOFs read the base's subtree force, DOF 5 + b body b's
         base_ang = vec3()
         base_lin = vec3()
         for k0 in range(6):
-            g0 = bias_grad[e, k0]
+            g0 = outputs_grad.bias[e, k0]
             base_ang = base_ang + dof_ang[e, k0] * g0
             base_lin = base_lin + dof_lin[e, k0] * g0
-            dof_ang_grad[e, k0] = dof_ang_grad[e, k0] + subtree_force_ang[e, 0] * g0
-            dof_lin_grad[e, k0] = dof_lin_grad[e, k0] + subtree_force_lin[e, 0] * g0
+            inputs_grad.kin.dof_ang[e, k0] = inputs_grad.kin.dof_ang[e, k0] + outputs.subtree_force_ang[e, 0] * g0
+            inputs_grad.kin.dof_lin[e, k0] = inputs_grad.kin.dof_lin[e, k0] + outputs.subtree_force_lin[e, 0] * g0
         for b2 in range(num_bodies):  # subtree sums: a body's force adjoint sums its ancestors-or-self's
             a_ang = base_ang
             a_lin = base_lin
             if b2 > 0:
-                kb = 5 + b2
-                gb = bias_grad[e, kb]
-                dof_ang_grad[e, kb] = dof_ang_grad[e, kb] + subtree_force_ang[e, b2] * gb
-                dof_lin_grad[e, kb] = dof_lin_grad[e, kb] + subtree_force_lin[e, b2] * gb
-                p2 = body_parent[b2]
+                kb = dof_of_body(b2)
+                gb = outputs_grad.bias[e, kb]
+                inputs_grad.kin.dof_ang[e, kb] = inputs_grad.kin.dof_ang[e, kb] + outputs.subtree_force_ang[e, b2] * gb
+                inputs_grad.kin.dof_lin[e, kb] = inputs_grad.kin.dof_lin[e, kb] + outputs.subtree_force_lin[e, b2] * gb
+                p2 = model.body_parent[b2]
                 a_ang = dof_ang[e, kb] * gb + adj_force_ang[e, p2]
                 a_lin = dof_lin[e, kb] * gb + adj_force_lin[e, p2]
             adj_force_ang[e, b2] = a_ang
             adj_force_lin[e, b2] = a_lin
         for bb in range(num_bodies):  # children before parents: a child's acceleration adjoint reaches its parent
             b = num_bodies - 1 - bb
-            w = body_vel_ang[e, b]
-            v = body_vel_lin[e, b]
-            m = inertia_m[e, b]
-            h = inertia_h[e, b]
-            J = inertia_J[e, b]
+            w = inputs.kin.body_vel_ang[e, b]
+            v = inputs.kin.body_vel_lin[e, b]
+            m = inputs.mass.inertia_m[e, b]
+            h = inputs.mass.inertia_h[e, b]
+            J = inputs.mass.inertia_J[e, b]
             nv, fv = inertia_times_motion(m, h, J, w, v)
             a_n = adj_force_ang[e, b]
             a_f = adj_force_lin[e, b]
@@ -166,10 +155,10 @@ def bias_force_kernels(dtype):
             adj_fv = wp.cross(a_n, v) + wp.cross(a_f, w)
             am1, ah1, aJ1, aw1, av1 = inertia_times_motion_adjoint(m, h, J, w, v, adj_nv, adj_fv)
             am2, ah2, aJ2, aA_ang, aA_lin = inertia_times_motion_adjoint(
-                m, h, J, body_acc_ang[e, b], body_acc_lin[e, b], a_n, a_f)
-            inertia_m_grad[e, b] = inertia_m_grad[e, b] + am1 + am2
-            inertia_h_grad[e, b] = inertia_h_grad[e, b] + ah1 + ah2
-            inertia_J_grad[e, b] = inertia_J_grad[e, b] + aJ1 + aJ2
+                m, h, J, outputs.body_acc_ang[e, b], outputs.body_acc_lin[e, b], a_n, a_f)
+            inputs_grad.mass.inertia_m[e, b] = inputs_grad.mass.inertia_m[e, b] + am1 + am2
+            inputs_grad.mass.inertia_h[e, b] = inputs_grad.mass.inertia_h[e, b] + ah1 + ah2
+            inputs_grad.mass.inertia_J[e, b] = inputs_grad.mass.inertia_J[e, b] + aJ1 + aJ2
             adj_w = adj_w + aw1
             adj_v = adj_v + av1
             acc_ang_bar = adj_acc_ang[e, b] + aA_ang
@@ -178,53 +167,31 @@ def bias_force_kernels(dtype):
                 adj_w = adj_w - wp.cross(v, acc_lin_bar)
                 adj_v = adj_v - wp.cross(acc_lin_bar, w)
             else:  # A = A_parent + (w x sa, w x sl + v x sa), (sa, sl) = S qd
-                p = body_parent[b]
+                p = model.body_parent[b]
+                k = dof_of_body(b)
                 adj_acc_ang[e, p] = adj_acc_ang[e, p] + acc_ang_bar
                 adj_acc_lin[e, p] = adj_acc_lin[e, p] + acc_lin_bar
-                qd = u[e, 5 + b]
-                s_ang = dof_ang[e, 5 + b]
-                s_lin = dof_lin[e, 5 + b]
+                qd = inputs.u[e, k]
+                s_ang = dof_ang[e, k]
+                s_lin = dof_lin[e, k]
                 sa = s_ang * qd
                 sl = s_lin * qd
                 adj_w = adj_w + wp.cross(sa, acc_ang_bar) + wp.cross(sl, acc_lin_bar)
                 adj_v = adj_v + wp.cross(sa, acc_lin_bar)
                 adj_sa = wp.cross(acc_ang_bar, w) + wp.cross(acc_lin_bar, v)
                 adj_sl = wp.cross(acc_lin_bar, w)
-                dof_ang_grad[e, 5 + b] = dof_ang_grad[e, 5 + b] + adj_sa * qd
-                dof_lin_grad[e, 5 + b] = dof_lin_grad[e, 5 + b] + adj_sl * qd
-                u_grad[e, 5 + b] = u_grad[e, 5 + b] + wp.dot(adj_sa, s_ang) + wp.dot(adj_sl, s_lin)
-            body_vel_ang_grad[e, b] = body_vel_ang_grad[e, b] + adj_w
-            body_vel_lin_grad[e, b] = body_vel_lin_grad[e, b] + adj_v
+                inputs_grad.kin.dof_ang[e, k] = inputs_grad.kin.dof_ang[e, k] + adj_sa * qd
+                inputs_grad.kin.dof_lin[e, k] = inputs_grad.kin.dof_lin[e, k] + adj_sl * qd
+                inputs_grad.u[e, k] = inputs_grad.u[e, k] + wp.dot(adj_sa, s_ang) + wp.dot(adj_sl, s_lin)
+            inputs_grad.kin.body_vel_ang[e, b] = inputs_grad.kin.body_vel_ang[e, b] + adj_w
+            inputs_grad.kin.body_vel_lin[e, b] = inputs_grad.kin.body_vel_lin[e, b] + adj_v
 
-    return body_bias_forces, project_bias, body_bias_forces_adjoint
+    return body_bias_forces, project_bias, bias_forces_adjoint
 
 
-def bias_forces(model, u: wp.array, kin, data, tape: wp.Tape | None = None) -> None:
-    """Body accelerations and forces and their subtree sums into ``data``, then ``bias``; with a ``tape``, the
-    hand-written reverse of both is recorded in their place."""
+def bias_forces(model, u: wp.array, kin, mass, bias: BiasForceData, tape: wp.Tape | None = None) -> None:
+    """Body accelerations and forces and their subtree sums, then the bias forces ``bias.bias`` [N, nv], at the
+    velocity ``u`` [N, nv], the kinematics ``kin`` and the body inertias of ``mass``; with a ``tape``, the
+    hand-written reverse of both is recorded on it."""
     rnea, project, adjoint = bias_force_kernels(model.dtype)
-    m, k, d = model, kin, data
-    N = m.num_envs
-    wp.launch(rnea, dim=N, device=m.device, record_tape=False, inputs=[
-        u, m.gravity, m.body_parent, k.dof_ang, k.dof_lin, k.body_vel_ang, k.body_vel_lin, d.inertia_m, d.inertia_h,
-        d.inertia_J, d.body_acc_ang, d.body_acc_lin, d.body_force_ang, d.body_force_lin, d.subtree_force_ang,
-        d.subtree_force_lin])
-    wp.launch(project, dim=N, device=m.device, record_tape=False,
-              inputs=[k.dof_ang, k.dof_lin, d.subtree_force_ang, d.subtree_force_lin, d.bias])
-    if tape is None:
-        return
-
-    def grad(array):  # the kernel adds into every one: a stand-in for an input nobody differentiates
-        return input_grad("bias_forces", array)[0]
-
-    def backward() -> None:
-        bias_grad = output_grad("bias_forces", "bias", d.bias)
-        shape, vec = d.body_force_ang.shape, d.body_force_ang.dtype
-        scratch = [scratch_array(f"bias_forces.adj{i}", shape, vec, m.device, zero=i >= 2) for i in range(4)]
-        wp.launch(adjoint, dim=N, device=m.device, record_tape=False, inputs=[
-            u, m.body_parent, k.dof_ang, k.dof_lin, k.body_vel_ang, k.body_vel_lin, d.inertia_m, d.inertia_h,
-            d.inertia_J, d.body_acc_ang, d.body_acc_lin, d.subtree_force_ang, d.subtree_force_lin, bias_grad,
-            *scratch, grad(u), grad(k.dof_ang), grad(k.dof_lin), grad(k.body_vel_ang), grad(k.body_vel_lin),
-            grad(d.inertia_m), grad(d.inertia_h), grad(d.inertia_J)])
-
-    tape.record_func(backward=backward, arrays=[])
+    launch_stage("bias_forces", model, [rnea, project], adjoint, BiasForceInputs(u=u, kin=kin, mass=mass), bias, tape)

@@ -24,15 +24,17 @@ is not differentiable where two capsules tie). Checked against float64 central f
 
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import warp as wp
 
-from .adjoint import input_grad, output_grad
-from .kinematics import joint_funcs, kinematics_kernels
+from .adjoint import launch
+from .coordinates import base_funcs
+from .kinematics import KinematicsData, kinematics
 from .scratch import scratch_array
-from .terrain import terrain_funcs, terrain_inputs
+from .stage_data import Sizes, StageData, intermediate, kernel_types
+from .terrain import terrain_funcs
 from .warp_setup import NUMPY_DTYPES, warp_types
 
 
@@ -43,16 +45,17 @@ class CollisionData:
     ``body_names`` [K] and ``body_index`` [K] (int32, the simulator's body index) give the order of the gaps;
     capsule ``s`` belongs to body ``shape_body[s]``, and body ``k``'s capsules are
     ``shape_start[k]:shape_start[k + 1]``. ``shape_a``/``shape_b`` [S] vec3: segment end points in the body frame
-    (m); ``shape_radius`` [S] (m).
+    (m); ``shape_radius`` [S] (m). The kernels read these arrays from the model's struct as ``collision_<name>``
+    (:attr:`~.model.Model.arrays`).
     """
 
     body_names: tuple[str, ...]
-    body_index: wp.array
-    shape_start: wp.array
-    shape_body: wp.array
-    shape_a: wp.array
-    shape_b: wp.array
-    shape_radius: wp.array
+    body_index: wp.array = field(metadata={"element": "int32", "ndim": 1})
+    shape_start: wp.array = field(metadata={"element": "int32", "ndim": 1})
+    shape_body: wp.array = field(metadata={"element": "int32", "ndim": 1})
+    shape_a: wp.array = field(metadata={"element": "vec3", "ndim": 1})
+    shape_b: wp.array = field(metadata={"element": "vec3", "ndim": 1})
+    shape_radius: wp.array = field(metadata={"element": "scalar", "ndim": 1})
 
     @property
     def num_bodies(self) -> int:
@@ -86,214 +89,173 @@ def collision_data(robot, dtype, device: str) -> CollisionData | None:
     )
 
 
+@dataclass
+class BodyGapData(StageData):
+    """Collision-body gaps of one state: each capsule's, and each body's smallest."""
+
+    shape_gap: wp.array = intermediate(lambda s: (s.N, s.S), doc="signed gap of every capsule (m)")
+    argmin: wp.array = intermediate(lambda s: (s.N, s.K), "int32", doc="the capsule of each body's smallest gap")
+    body_gap: wp.array = intermediate(lambda s: (s.N, s.K), doc="signed gap of every collision body (m)")
+
+
 @functools.cache
 def body_contact_kernels(dtype):
-    t = warp_types(dtype)
-    vec3, mat33 = t.vec3, t.mat33
+    vec3 = warp_types(dtype).vec3
     vec4 = wp.types.vector(4, dtype)
     half = dtype(0.5)
     terrain_query = terrain_funcs(dtype)
+    base_position = base_funcs(dtype)[0]
+    T = kernel_types(dtype)
 
     @wp.func
     def _point_gap(kind: int, ground_height: dtype, heights: wp.array2d(dtype=dtype), grid: vec4, x: vec3):
+        """Signed distance of the world point ``x`` from the terrain's tangent plane below it (m)."""
         d, n = terrain_query(kind, ground_height, heights, grid, x)
         return wp.dot(n, x) - d
 
     @wp.kernel
     def capsule_gaps(
         # Model:
-        shape_body: wp.array(dtype=wp.int32),
-        shape_a: wp.array(dtype=vec3),
-        shape_b: wp.array(dtype=vec3),
-        shape_radius: wp.array(dtype=dtype),
-        ground_height: wp.array(dtype=dtype),
-        terrain_kind: int,
-        heights: wp.array2d(dtype=dtype),
-        grid: vec4,
+        model: T.Model,
         # In:
         q_in: wp.array2d(dtype=dtype),
-        body_rot_in: wp.array2d(dtype=mat33),
-        body_pos_in: wp.array2d(dtype=vec3),
+        kin_in: T.Kin,
         # Out:
-        shape_gap_out: wp.array2d(dtype=dtype),
+        bodies_out: T.Bodies,
     ):
         """Signed gap (m) of capsule ``s`` of environment ``e`` (differentiated by Warp's automatic adjoint)."""
         e, s = wp.tid()
-        b = shape_body[s]
-        origin = vec3(q_in[e, 0], q_in[e, 1], q_in[e, 2]) + body_pos_in[e, b]
-        R = body_rot_in[e, b]
-        x0 = origin + R * shape_a[s]
-        x1 = origin + R * shape_b[s]
-        g = ground_height[e]
-        gap = wp.min(_point_gap(terrain_kind, g, heights, grid, x0), _point_gap(terrain_kind, g, heights, grid, x1))
-        if terrain_kind != 0:
-            gap = wp.min(gap, _point_gap(terrain_kind, g, heights, grid, (x0 + x1) * half))
-        shape_gap_out[e, s] = gap - shape_radius[s]
+        b = model.collision_shape_body[s]
+        origin = base_position(q_in, e) + kin_in.body_pos[e, b]
+        R = kin_in.body_rot[e, b]
+        x0 = origin + R * model.collision_shape_a[s]
+        x1 = origin + R * model.collision_shape_b[s]
+        kind = model.terrain_kind
+        g = model.ground_height[e]
+        gap = wp.min(_point_gap(kind, g, model.terrain_heights, model.terrain_grid, x0),
+                     _point_gap(kind, g, model.terrain_heights, model.terrain_grid, x1))
+        if kind != 0:
+            gap = wp.min(gap, _point_gap(kind, g, model.terrain_heights, model.terrain_grid, (x0 + x1) * half))
+        bodies_out.shape_gap[e, s] = gap - model.collision_shape_radius[s]
 
     @wp.kernel(enable_backward=False)
     def body_min(
         # Model:
-        shape_start: wp.array(dtype=wp.int32),
-        # In:
-        shape_gap_in: wp.array2d(dtype=dtype),
-        # Out:
-        body_gap_out: wp.array2d(dtype=dtype),
-        argmin_out: wp.array2d(dtype=wp.int32),
+        model: T.Model,
+        # In (shape_gap) and Out (body_gap, argmin):
+        bodies_out: T.Bodies,
     ):
         """Smallest capsule gap of body ``k`` and which capsule it is (for the reverse)."""
         e, k = wp.tid()
-        best = shape_start[k]
-        for s in range(shape_start[k] + 1, shape_start[k + 1]):
-            if shape_gap_in[e, s] < shape_gap_in[e, best]:
+        start = model.collision_shape_start
+        shape_gap = bodies_out.shape_gap
+        best = start[k]
+        for s in range(start[k] + 1, start[k + 1]):
+            if shape_gap[e, s] < shape_gap[e, best]:
                 best = s
-        body_gap_out[e, k] = shape_gap_in[e, best]
-        argmin_out[e, k] = best
+        bodies_out.body_gap[e, k] = shape_gap[e, best]
+        bodies_out.argmin[e, k] = best
 
     @wp.kernel(enable_backward=False)
     def body_min_adjoint(
-        # In:
-        argmin_in: wp.array2d(dtype=wp.int32),
-        body_gap_grad_in: wp.array2d(dtype=dtype),
-        # Out:
-        shape_gap_grad_out: wp.array2d(dtype=dtype),
+        # the forward's arguments:
+        model: T.Model,
+        bodies_out: T.Bodies,
+        # Gradients in (of body_gap) and out (of shape_gap, accumulated):
+        bodies_grad: T.Bodies,
     ):
         e = wp.tid()
-        for k in range(argmin_in.shape[1]):
-            s = argmin_in[e, k]
-            shape_gap_grad_out[e, s] = shape_gap_grad_out[e, s] + body_gap_grad_in[e, k]
+        for k in range(bodies_out.argmin.shape[1]):
+            s = bodies_out.argmin[e, k]
+            bodies_grad.shape_gap[e, s] = bodies_grad.shape_gap[e, s] + bodies_grad.body_gap[e, k]
 
-    _, joint_pose, _ = joint_funcs(dtype)
     big = dtype(1.0e30)
 
     @wp.kernel(enable_backward=False)
     def flat_body_gaps(
         # Model:
-        body_parent: wp.array(dtype=wp.int32),
-        body_pos0: wp.array(dtype=vec3),
-        body_rot0: wp.array(dtype=mat33),
-        joint_axis: wp.array(dtype=vec3),
-        shape_start: wp.array(dtype=wp.int32),
-        shape_body: wp.array(dtype=wp.int32),
-        shape_a: wp.array(dtype=vec3),
-        shape_b: wp.array(dtype=vec3),
-        shape_radius: wp.array(dtype=dtype),
-        ground_height: wp.array(dtype=dtype),
+        model: T.Model,
         # In:
         q_in: wp.array2d(dtype=dtype),
+        kin_in: T.Kin,
         # Out:
-        body_rot_out: wp.array2d(dtype=mat33),
-        body_pos_out: wp.array2d(dtype=vec3),
-        body_gap_out: wp.array2d(dtype=dtype),
+        bodies_out: T.Bodies,
     ):
-        """Flat ground, forward only (no tape), one pass per environment: body poses parents first into
-        ``body_*_out`` (scratch), then the heights of every capsule's end points."""
+        """Flat ground, forward only: each body's smallest capsule gap from the heights of the capsules' end
+        points, one thread per environment (the exact capsule-plane gap; no terrain query)."""
         e = wp.tid()
-        body_rot_out[e, 0] = wp.quat_to_matrix(wp.normalize(wp.quaternion(q_in[e, 4], q_in[e, 5], q_in[e, 6],
-                                                                           q_in[e, 3])))
-        body_pos_out[e, 0] = vec3(dtype(0.0), dtype(0.0), dtype(0.0))
-        for b in range(1, body_parent.shape[0]):
-            p = body_parent[b]
-            rot, r, _a = joint_pose(body_rot_out[e, p], body_pos_out[e, p], body_rot0[b], body_pos0[b],
-                                    joint_axis[b], q_in[e, 6 + b])
-            body_rot_out[e, b] = rot
-            body_pos_out[e, b] = r
-        z0 = q_in[e, 2] - ground_height[e]
-        for k in range(body_gap_out.shape[1]):
+        z0 = q_in[e, 2] - model.ground_height[e]
+        start = model.collision_shape_start
+        for k in range(bodies_out.body_gap.shape[1]):
             best = big
-            for s in range(shape_start[k], shape_start[k + 1]):
-                b = shape_body[s]
-                R = body_rot_out[e, b]
+            for s in range(start[k], start[k + 1]):
+                b = model.collision_shape_body[s]
+                R = kin_in.body_rot[e, b]
                 row = vec3(R[2, 0], R[2, 1], R[2, 2])
-                z = z0 + body_pos_out[e, b][2]
-                gap = wp.min(wp.dot(row, shape_a[s]), wp.dot(row, shape_b[s])) + z - shape_radius[s]
-                best = wp.min(best, gap)
-            body_gap_out[e, k] = best
+                lowest = wp.min(wp.dot(row, model.collision_shape_a[s]), wp.dot(row, model.collision_shape_b[s]))
+                best = wp.min(best, lowest + z0 + kin_in.body_pos[e, b][2] - model.collision_shape_radius[s])
+            bodies_out.body_gap[e, k] = best
 
     return capsule_gaps, body_min, body_min_adjoint, flat_body_gaps
 
 
+def body_gap_stage(model, q: wp.array, u_zero: wp.array, kin, bodies: BodyGapData,
+                   tape: wp.Tape | None = None) -> None:
+    """The tree pass at ``q`` (velocity ``u_zero``: zeros; only the poses are read) into ``kin``, then every
+    capsule's and every collision body's gap into ``bodies``; recorded on ``tape`` when given. Untaped on flat
+    ground, one kernel computes the bodies' gaps directly (``bodies``' capsule gaps and argmin are not written)."""
+    capsule_gaps, body_min, body_min_adjoint, flat_body_gaps = body_contact_kernels(model.dtype)
+    N = model.num_envs
+    kinematics(model, q, u_zero, kin, tape)
+    if tape is None and model.arrays.terrain_kind == 0:
+        wp.launch(flat_body_gaps, dim=N, inputs=[model.arrays, q, kin.values, bodies.values], device=model.device,
+                  record_tape=False)
+        return
+    launch(capsule_gaps, (N, model.collision.num_shapes), [model.arrays, q, kin.values, bodies.values],
+           model.device, tape)
+    inputs = [model.arrays, bodies.values]
+    wp.launch(body_min, dim=(N, model.collision.num_bodies), inputs=inputs, device=model.device, record_tape=False)
+    if tape is None:
+        return
+
+    def backward() -> None:
+        wp.launch(body_min_adjoint, dim=N, inputs=[*inputs, bodies.grads], device=model.device, record_tape=False)
+
+    tape.record_func(backward=backward, arrays=[])
+
+
 def body_gaps(model, q: wp.array, tape: wp.Tape | None = None, out: wp.array | None = None) -> wp.array:
     """Signed gap (m) of every collision body to the terrain at ``q`` [N, nq]: [N, K] in the order
-    ``model.collision.body_names`` (into ``out`` when given).
+    ``model.collision.body_names`` (into ``out`` when given, else a fresh array).
 
-    With ``tape`` the launches are recorded on it for gradients w.r.t. ``q`` (inside ``with tape:`` or not);
-    without one nothing is recorded, even inside an active tape, the intermediates are reused scratch memory,
-    and on flat ground a single fused kernel computes only the heights of the capsules' end points.
+    With ``tape`` the launches are recorded on it for gradients w.r.t. ``q`` (the output then carries a gradient
+    array); without one nothing is recorded and the intermediates are reused scratch memory.
     """
-    cd = model.collision
-    if cd is None:
+    if model.collision is None:
         raise ValueError(f"robot '{model.robot.name}' has no collision shapes (RobotDescription.collision_shapes)")
-    t = warp_types(model.dtype)
-    N, B, S, K = model.num_envs, model.num_bodies, cd.num_shapes, cd.num_bodies
-    base, tree, tree_adjoint = kinematics_kernels(model.dtype)[:3]
-    capsule_gaps, body_min, body_min_adjoint, flat_fused = body_contact_kernels(model.dtype)
+    sizes = Sizes.of(model)
     taped = tape is not None
-    kw = dict(device=model.device)
-    kind = terrain_inputs(model)[0]
-    if not taped:
-        if out is None:
-            out = wp.empty((N, K), dtype=model.dtype, **kw)
-        if kind == 0:
-            wp.launch(flat_fused, dim=N, record_tape=False, inputs=[
-                model.body_parent, model.body_pos0, model.body_rot0, model.joint_axis, cd.shape_start,
-                cd.shape_body, cd.shape_a, cd.shape_b, cd.shape_radius, model.ground_height, q,
-                scratch_array("body_contacts.fused_rot", (N, B), t.mat33, model.device, zero=False),
-                scratch_array("body_contacts.fused_pos", (N, B), t.vec3, model.device, zero=False), out], **kw)
-            return out
-        body_rot = scratch_array("body_contacts.body_rot", (N, B), t.mat33, model.device, zero=False)
-        body_pos = scratch_array("body_contacts.body_pos", (N, B), t.vec3, model.device, zero=False)
-        dof = [scratch_array(f"body_contacts.dof{i}", (N, model.nv), t.vec3, model.device, zero=False)
-               for i in range(2)]
-        shape_gap = scratch_array("body_contacts.shape_gap", (N, S), model.dtype, model.device, zero=False)
-        argmin = scratch_array("body_contacts.argmin", (N, K), wp.int32, model.device, zero=False)
-        wp.launch(base, dim=N, record_tape=False, inputs=[q, body_rot, body_pos, *dof], **kw)
-        wp.launch(tree, dim=N, record_tape=False, inputs=[
-            q, model.body_parent, model.body_pos0, model.body_rot0, model.joint_axis, body_rot, body_pos, *dof], **kw)
-        wp.launch(capsule_gaps, dim=(N, S), record_tape=False, inputs=[
-            cd.shape_body, cd.shape_a, cd.shape_b, cd.shape_radius, model.ground_height, *terrain_inputs(model), q,
-            body_rot, body_pos, shape_gap], **kw)
-        wp.launch(body_min, dim=(N, K), record_tape=False, inputs=[cd.shape_start, shape_gap, out, argmin], **kw)
-        return out
-    active = wp._src.context.runtime.tape
-    if active is not None and active is not tape:
-        raise RuntimeError("body_gaps: another tape is active; pass that tape")
-    if active is None:
-        with tape:
-            return body_gaps(model, q, tape, out)
-
-    def make(name, shape, dtype, grad):  # a taped call keeps its own intermediates
-        return wp.zeros(shape, dtype=dtype, requires_grad=grad, **kw)
-
-    body_rot = make("body_rot", (N, B), t.mat33, True)
-    body_pos = make("body_pos", (N, B), t.vec3, True)
-    dof_ang = make("dof_ang", (N, model.nv), t.vec3, True)
-    dof_lin = make("dof_lin", (N, model.nv), t.vec3, True)
-    shape_gap = make("shape_gap", (N, S), model.dtype, True)
-    argmin = make("argmin", (N, K), wp.int32, False)
     if out is None:
-        out = wp.empty((N, K), dtype=model.dtype, requires_grad=True, **kw)
-    wp.launch(base, dim=N, inputs=[q, body_rot, body_pos, dof_ang, dof_lin], **kw)
-    wp.launch(tree, dim=N, record_tape=False, inputs=[
-        q, model.body_parent, model.body_pos0, model.body_rot0, model.joint_axis, body_rot, body_pos, dof_ang,
-        dof_lin], **kw)
+        out = wp.empty((model.num_envs, model.collision.num_bodies), dtype=model.dtype, device=model.device,
+                       requires_grad=taped)
+    elif taped and out.grad is None:
+        raise ValueError("body_gaps: a taped call's out needs a gradient array (requires_grad=True)")
+    u_zero = scratch_array("body_gaps.u_zero", (model.num_envs, model.nv), model.dtype, model.device)
+    if taped:
+        kin = KinematicsData.allocate(model, sizes)
+        scratch = BodyGapData.allocate(model, sizes)
+    else:
+        kin = KinematicsData.scratch(model, sizes, "body_gaps")
+        scratch = BodyGapData.scratch(model, sizes, "body_gaps")
+    bodies = BodyGapData(shape_gap=scratch.shape_gap, argmin=scratch.argmin, body_gap=out)
+    bodies._dtype = model.dtype
+    body_gap_stage(model, q, u_zero, kin, bodies, tape)
+    if taped:  # runs first when the tape is reversed: the intermediates' gradient arrays
+        def attach() -> None:
+            kin.attach_gradients()
+            bodies.attach_gradients()
 
-    def tree_backward() -> None:
-        q_grad, _ = input_grad("body_contacts.kinematics", q)
-        wp.launch(tree_adjoint, dim=N, record_tape=False, inputs=[
-            q, model.body_parent, model.body_pos0, model.body_rot0, model.joint_axis, body_rot, body_pos,
-            body_rot.grad, body_pos.grad, dof_ang.grad, dof_lin.grad, q_grad], **kw)
-
-    tape.record_func(backward=tree_backward, arrays=[])
-    wp.launch(capsule_gaps, dim=(N, S), inputs=[
-        cd.shape_body, cd.shape_a, cd.shape_b, cd.shape_radius, model.ground_height, *terrain_inputs(model), q,
-        body_rot, body_pos, shape_gap], **kw)
-    wp.launch(body_min, dim=(N, K), record_tape=False, inputs=[cd.shape_start, shape_gap, out, argmin], **kw)
-
-    def min_backward() -> None:
-        grad = output_grad("body_contacts", "body_gap", out)
-        wp.launch(body_min_adjoint, dim=N, record_tape=False, inputs=[argmin, grad, shape_gap.grad], **kw)
-
-    tape.record_func(backward=min_backward, arrays=[])
+        tape.record_func(backward=attach, arrays=[])
     return out
 
 

@@ -15,19 +15,34 @@ of H) writes ``H[k, l]`` and ``H[l, k]`` from one value and its adjoint sums ``H
 unfolded form is a dense rank-one update, one vector operation per row, where the fold would walk the tree's
 pattern entry by entry (2.3 -> 0.4 ms at 4096 envs).
 
-The factor can take a non-negative diagonal shift ``H' = H + scale diag(0, shift)`` (``shift`` [N, m] on the last
-``m`` DOFs, e.g. the implicit drive damping ``dt b`` of :mod:`.actuators`, kg m^2): every solve with ``L`` then
-solves with ``H'``, and the adjoint above is that of ``H'``. The shift carries no gradient; since
-``dH'/dH = 1``, ``H_bar`` is also the adjoint of the unshifted ``H`` (what the CRBA's reverse needs).
+The step factors ``H' = H + dt diag(0, b)``, H shifted on the joint diagonal by the implicit drive damping ``b``
+of :mod:`.actuators` (``dt b`` in kg m^2), and solves it for the step's impulse ``rhs``: every later solve with
+``L`` (:mod:`.delassus`) solves with ``H'``, and the adjoint above is that of ``H'``. The shift carries no
+gradient; since ``dH'/dH = 1``, ``H_bar`` is also the adjoint of the unshifted ``H`` (what the CRBA's reverse
+needs).
 """
 
 
 import functools
+from dataclasses import dataclass
 
 import warp as wp
 
-from .adjoint import input_grad, output_grad
+from .actuators import ActuationData
+from .adjoint import launch_stage
+from .coordinates import BASE_DOFS
+from .mass_matrix import MassMatrixData
 from .scratch import scratch_array
+from .stage_data import StageData, StageInputs, intermediate, kernel_types, stage_input
+
+
+@dataclass
+class SolveData(StageData):
+    """The factor of the step's (shifted) mass matrix and the velocity change it gives."""
+
+    L: wp.array = intermediate(lambda s: (s.N, s.nv, s.nv), values_only=True,
+                               doc="tree-sparse factor of H + dt diag(0, implicit damping)")
+    du: wp.array = intermediate(lambda s: (s.N, s.nv, 1), doc="velocity change without contact")
 
 
 @functools.cache
@@ -83,39 +98,40 @@ def outer_update_func(dtype, n: int):
     return subtract_outer
 
 
+@dataclass
+class SolveInputs(StageInputs):
+    """What the factor-and-solve reads: H, the drives' implicit damping and the step's impulse."""
+
+    mass: MassMatrixData = stage_input(group=MassMatrixData)
+    act: ActuationData = stage_input(group=ActuationData)
+    dt: float = stage_input("scalar", doc="time step (s)")
+
+
 @functools.cache
 def cholesky_kernels(dtype, n: int):
     _solve_in_place = cholesky_funcs(dtype)
     _subtract_outer = outer_update_func(dtype, n)
     row = wp.types.vector(n, dtype)
+    T = kernel_types(dtype)
+    In = SolveInputs.struct_type(dtype)
 
     @wp.kernel(enable_backward=False)
-    def factor_and_solve(
-        # Model:
-        dof_parent: wp.array(dtype=wp.int32),
-        # In:
-        H: wp.array3d(dtype=dtype),
-        shift_in: wp.array2d(dtype=dtype),
-        shift_scale: dtype,
-        b: wp.array3d(dtype=dtype),
-        # Out:
-        L: wp.array3d(dtype=dtype),
-        x: wp.array3d(dtype=dtype),
-    ):
-        """Tree-sparse factor ``H' = L^T L`` of ``H' = H + shift_scale diag(0, shift_in)`` (Featherstone, RBDA
-        §6.5: no fill-in beyond the ancestor pattern; ``L[k, i]`` is non-zero only for ``i`` an ancestor of DOF
-        ``k`` or ``i = k``), then ``x = H'^-1 b`` for one right-hand side, in one pass over each environment. A
-        non-positive pivot gives NaN (flagged downstream by the divergence guard)."""
+    def factor_and_solve(model: T.Model, inputs: In, outputs: T.Solve):
+        """Tree-sparse factor ``H' = L^T L`` of ``H' = H + dt diag(0, b)`` (Featherstone, RBDA §6.5: no fill-in
+        beyond the ancestor pattern; ``L[k, i]`` is non-zero only for ``i`` an ancestor of DOF ``k`` or ``i = k``),
+        then ``du = H'^-1 rhs``, in one pass over each environment. A non-positive pivot gives NaN (flagged
+        downstream by the divergence guard)."""
         e = wp.tid()
-        n = H.shape[1]
-        offset = n - shift_in.shape[1]
+        H = inputs.mass.H
+        L = outputs.L
+        dof_parent = model.dof_parent
         for k in range(n):
             i = k
             while i != -1:
                 L[e, k, i] = H[e, k, i]
                 i = dof_parent[i]
-            if k >= offset:
-                L[e, k, k] = L[e, k, k] + shift_scale * shift_in[e, k - offset]
+            if k >= BASE_DOFS:
+                L[e, k, k] = L[e, k, k] + inputs.dt * inputs.act.implicit_damping[e, k - BASE_DOFS]
         for kk in range(n):
             k = n - 1 - kk
             d = wp.sqrt(L[e, k, k])
@@ -132,54 +148,35 @@ def cholesky_kernels(dtype, n: int):
                     j = dof_parent[j]
                 i = dof_parent[i]
         for k in range(n):
-            x[e, k, 0] = b[e, k, 0]
-        _solve_in_place(L, dof_parent, x, e)
+            outputs.du[e, k, 0] = inputs.act.rhs[e, k, 0]
+        _solve_in_place(L, dof_parent, outputs.du, e)
 
     @wp.kernel(enable_backward=False)
-    def solve_adjoint(L: wp.array3d(dtype=dtype), dof_parent: wp.array(dtype=wp.int32), x: wp.array(dtype=row),
-                      x_grad: wp.array3d(dtype=dtype), b_bar: wp.array3d(dtype=dtype), b_grad: wp.array3d(dtype=dtype),
-                      H_grad: wp.array2d(dtype=row), has_b: int, has_H: int):
-        """Adjoint of ``x = H^-1 b`` for one right-hand side in one pass: ``b_bar = H^-1 x_bar`` (into ``b_bar``),
-        ``b_grad += b_bar``, ``H_grad -= b_bar x^T`` (``x`` and ``H_grad`` as rows, :func:`as_rows`)."""
+    def factor_and_solve_adjoint(model: T.Model, inputs: In, outputs: T.Solve, inputs_grad: In, outputs_grad: T.Solve,
+                                 du_rows: wp.array(dtype=row), b_bar: wp.array3d(dtype=dtype),
+                                 H_grad_rows: wp.array2d(dtype=row)):
+        """Adjoint of ``du = H'^-1 rhs`` in one pass: ``b_bar = H'^-1 du_bar`` (working memory), ``rhs_bar +=
+        b_bar``, ``H_bar -= b_bar du^T`` (``du`` and ``H_bar`` as rows of the same memory, :func:`as_rows`)."""
         e = wp.tid()
-        n = L.shape[1]
         for k in range(n):
-            b_bar[e, k, 0] = x_grad[e, k, 0]
-        _solve_in_place(L, dof_parent, b_bar, e)
-        if has_b != 0:
-            for k in range(n):
-                b_grad[e, k, 0] = b_grad[e, k, 0] + b_bar[e, k, 0]
-        if has_H != 0:
-            _subtract_outer(H_grad, b_bar, x, e)
+            b_bar[e, k, 0] = outputs_grad.du[e, k, 0]
+        _solve_in_place(outputs.L, model.dof_parent, b_bar, e)
+        for k in range(n):
+            inputs_grad.act.rhs[e, k, 0] = inputs_grad.act.rhs[e, k, 0] + b_bar[e, k, 0]
+        _subtract_outer(H_grad_rows, b_bar, du_rows, e)
 
-    return factor_and_solve, solve_adjoint
+    return factor_and_solve, factor_and_solve_adjoint
 
 
-def factor_and_solve(H: wp.array, dof_parent: wp.array, L: wp.array, b: wp.array, x: wp.array,
-                     tape: wp.Tape | None = None, shift: wp.array | None = None, shift_scale: float = 1.0) -> None:
-    """Factor ``H' = H + shift_scale diag(0, shift)`` ([N, n, n]; ``shift`` [N, m] on the last ``m`` DOFs, or
-    none) into ``L`` and solve ``x = H'^-1 b`` for ``b``, ``x`` of shape [N, n, 1].
+def factor_and_solve(model, mass, act, dt: float, solve: SolveData, tape: wp.Tape | None = None) -> None:
+    """Factor ``H' = H + dt diag(0, b)`` (H of ``mass``, the implicit damping ``b`` of ``act``) into ``solve.L``
+    and solve ``solve.du = H'^-1 rhs`` for the step's impulse ``act.rhs`` [N, nv, 1]. With a ``tape``, records the
+    hand-written adjoint (gradients to ``rhs`` and ``H``; none to the shift)."""
+    forward, adjoint = cholesky_kernels(model.dtype, model.nv)
 
-    With a ``tape``, records the hand-written adjoint (gradients to ``b`` and ``H`` where they require grad; none
-    to ``shift``).
-    """
-    forward, adjoint = cholesky_kernels(H.dtype, H.shape[1])
-    if b.shape[2] != 1:
-        raise ValueError("one right-hand side: b must have shape [N, n, 1]")
-    N = b.shape[0]
-    if shift is None:
-        shift, shift_scale = scratch_array("cholesky.no_shift", (N, 1), H.dtype, H.device), 0.0
-    wp.launch(forward, dim=N, inputs=[dof_parent, H, shift, H.dtype(shift_scale), b, L, x], device=b.device,
-              record_tape=False)
-    if tape is None:
-        return
+    def working_memory():
+        b_bar = scratch_array("cholesky.b_bar", solve.du.shape, solve.du.dtype, model.device, zero=False)
+        return [as_rows(solve.du), b_bar, as_rows(mass.grads.H)]
 
-    def backward() -> None:
-        x_grad = output_grad("factor_and_solve", "x", x)
-        b_bar = scratch_array("cholesky.b_bar", x.shape, x.dtype, x.device, zero=False)
-        b_grad, has_b = input_grad("factor_and_solve.b", b)
-        H_grad, has_H = input_grad("factor_and_solve.H", H)
-        wp.launch(adjoint, dim=N, device=b.device, record_tape=False,
-                  inputs=[L, dof_parent, as_rows(x), x_grad, b_bar, b_grad, as_rows(H_grad), has_b, has_H])
-
-    tape.record_func(backward=backward, arrays=[])
+    launch_stage("factor_and_solve", model, [forward], adjoint, SolveInputs(mass=mass, act=act, dt=dt), solve, tape,
+                 extra_grads=working_memory)

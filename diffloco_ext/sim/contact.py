@@ -1,34 +1,21 @@
-"""Foot-ground contact: the contact model's settings (:class:`ContactParams`), the contact geometry stage
-(candidates, signed gaps, contact frames, Jacobian rows) and the contact force output. The model the stages
-implement is described here once; its parts live in their own stage modules: the Delassus matrix and the
-impulses' velocity change in :mod:`.delassus`, the projected Gauss-Seidel solve in :mod:`.gauss_seidel`.
+"""Foot-ground contact: the contact model's settings (:class:`ContactParams`) and the contact geometry stage
+(candidates, signed gaps, contact frames, Jacobian rows). The contact stages of a step, in order: the geometry
+(here), the contact-point velocities (:mod:`.contact_velocity`), the Delassus matrix (:mod:`.delassus`), the
+solve for the impulses and forces (:mod:`.gauss_seidel`, which describes it) and the impulses' velocity change
+(:mod:`.impulse_response`).
 
 One solver, three modes chosen per simulation (``ContactParams.mode``), sharing the geometry, the Jacobian and
-the velocity update ``u_E = u_A + H^-1 (dt h + J^T P)``:
+the velocity update ``u_E = u_A + H'^-1 (rhs + J^T P)`` (``H'``, ``rhs``: the step's shifted mass matrix and
+impulse of the smooth forces, :mod:`.cholesky`, :mod:`.actuators`):
 
-* ``"smoothed"`` (paper A): projected Gauss-Seidel on the impulses with every contact's influence weighted by
-  ``sigma(g) = 1 / (1 + exp(kappa g))`` of its signed gap ``g`` (m): inside the sweep contact ``j`` enters
-  contact ``i``'s residual as ``sigma_j G_ij P_j``; after the sweep ``P_i <- sigma_i P_i``. Contacts farther than
-  ``col_height`` above the ground get ``sigma = 0``. ``kappa`` (1/m) is read at every step: change it freely.
-* ``"hard"``: the same solver with ``sigma`` the step function (1 for ``g <= 0``, else 0), plus a stabilisation
-  that removes penetration beyond a small slop (see :class:`ContactParams`).
+* ``"smoothed"`` (paper A): every contact's influence weighted by ``sigma(g) = 1 / (1 + exp(kappa g))`` of its
+  signed gap ``g`` (m). Contacts farther than ``col_height`` above the ground get ``sigma = 0``. ``kappa`` (1/m)
+  is read at every step: change it freely.
+* ``"hard"``: ``sigma`` the step function (1 for ``g <= 0``, else 0), plus a stabilisation that removes
+  penetration beyond a small slop (see :class:`ContactParams`).
 * ``"soft"``: penalty spring-damper ``f_n = k_p (-g) - k_d v_n`` for ``g < 0`` with regularised Coulomb friction
   ``f_t = -k_f v_t`` capped at ``mu f_n``, taken implicitly (at the end-of-step velocity, so it is stable at any
-  ``dt``): the same Gauss-Seidel solve with compliance ``R_n = 1 / (dt (k_p dt + k_d))``, ``R_t = 1 / (dt k_f)`` on
-  the diagonal and the spring's pull ``k_p g / (k_p dt + k_d)`` in the normal target; weights are the step
-  function.
-
-Projected Gauss-Seidel (fixed ``iterations``, default 10): ``P_i`` (normal, tangent 1, tangent 2; N·s, normal
-positive when pushing) starts at ``-G_ii^-1 c_i``. Each sweep updates, contact by contact, first the normal
-impulse by an exact scalar Gauss-Seidel step on the residual ``w_i = c_i + sum_j G_ij P_j`` (``c`` the
-contact-point velocity without contact impulses), then the tangential pair by three projected-gradient steps on
-the contact's own 2x2 block with the isotropic step ``1 / lambda_max(G_tt)``, using paper A's projection
-(``P_n <= 0 -> P_i = 0``; ``|P_t| > mu P_n -> P_t`` scaled to ``mu P_n``). The isotropic step makes the fixed point
-exactly Coulomb's law (a block sliding on an incline accelerates at ``g (sin - mu cos)`` to 1e-6); updating
-normal and tangents one after the other converges much faster than one step on the 3-vector (a standing ANYmal
-drifts 27 µm in 8 s with 10 sweeps instead of 1 mm). Penetration is bounded by a Baumgarte-style term in hard mode
-(``stabilization``). The solve lives in :mod:`.gauss_seidel`, with its hand-written reverse sweep over the stored
-iterates; the Delassus matrix and the impulses' velocity change in :mod:`.delassus`.
+  ``dt``): the same solve with a compliance on the diagonal; weights are the step function.
 
 Ground: the model's terrain (:mod:`.terrain`): by default a horizontal plane per environment at height
 ``ground_height`` (m), contact frame the world ``(z, x, y)``; or a height field shared by all environments, whose
@@ -41,7 +28,9 @@ from dataclasses import dataclass
 
 import warp as wp
 
-from .adjoint import output_grad
+from .adjoint import launch
+from .coordinates import base_funcs, contact_row, dof_of_body
+from .stage_data import StageData, intermediate, kernel_types
 from .terrain import terrain_funcs
 from .warp_setup import warp_types
 
@@ -139,15 +128,23 @@ class ContactParams:
         return _MODE_ID[self.mode], self.effective_stabilization / dt, self.slop, self.max_push_speed, 0.0, 0.0
 
 
+@dataclass
+class ContactGeometryData(StageData):
+    """The contact candidates of one step: every foot sphere against the terrain at the step's midpoint."""
+
+    gap: wp.array = intermediate(lambda s: (s.N, s.F), doc="signed gap of each foot (m)")
+    frame: wp.array = intermediate(lambda s: (s.N, s.F, 3), "vec3", doc="normal, tangent 1, tangent 2 (world)")
+    J: wp.array = intermediate(lambda s: (s.N, s.C, s.nv), zero=True, doc="contact rows (a foot's path only)")
+
+
 @functools.cache
-def contact_kernels(dtype):
-    t = warp_types(dtype)
-    vec3, mat33 = t.vec3, t.mat33
+def contact_geometry_kernel(dtype):
+    vec3 = warp_types(dtype).vec3
     zero = dtype(0.0)
     one = dtype(1.0)
-
-    vec4 = wp.types.vector(4, dtype)
+    base_position = base_funcs(dtype)[0]
     _terrain_query = terrain_funcs(dtype)  # (kind, ground_height, heights, grid, x) -> tangent plane (d, n)
+    T = kernel_types(dtype)
 
     @wp.func
     def _tangents(n: vec3):
@@ -159,25 +156,16 @@ def contact_kernels(dtype):
 
     @wp.kernel
     def contact_geometry(
-        q: wp.array2d(dtype=dtype),
-        body_rot: wp.array2d(dtype=mat33),
-        body_pos: wp.array2d(dtype=vec3),
-        dof_ang: wp.array2d(dtype=vec3),
-        dof_lin: wp.array2d(dtype=vec3),
-        foot_body: wp.array(dtype=wp.int32),
-        foot_offset: wp.array(dtype=vec3),
-        foot_radius: wp.array(dtype=dtype),
-        ancestor_start: wp.array(dtype=wp.int32),
-        ancestor_index: wp.array(dtype=wp.int32),
-        ground_height: wp.array(dtype=dtype),
-        terrain_kind: int,
-        terrain_heights: wp.array2d(dtype=dtype),
-        terrain_grid: vec4,
-        gap: wp.array2d(dtype=dtype),
-        frame: wp.array3d(dtype=vec3),
-        J: wp.array3d(dtype=dtype),
+        # Model:
+        model: T.Model,
+        # In:
+        q_in: wp.array2d(dtype=dtype),
+        kin_in: T.Kin,
+        # Out (J zeroed):
+        geometry_out: T.Geometry,
     ):
-        """Signed gap (m), contact frame (normal, tangent 1, tangent 2) and Jacobian rows of foot ``f``.
+        """Signed gap (m), contact frame (normal, tangent 1, tangent 2) and Jacobian rows of foot ``f``
+        (differentiated by Warp's tape).
 
         The gap is the sphere's distance from the terrain's tangent plane ``n . x = height`` below its centre.
 
@@ -185,81 +173,41 @@ def contact_kernels(dtype):
         (only the foot's root path is written).
         """
         e, f = wp.tid()
-        b = foot_body[f]
-        base = vec3(q[e, 0], q[e, 1], q[e, 2])
-        centre = body_pos[e, b] + body_rot[e, b] * foot_offset[f]
-        height, n = _terrain_query(terrain_kind, ground_height[e], terrain_heights, terrain_grid, centre + base)
+        b = model.foot_body[f]
+        base = base_position(q_in, e)
+        centre = kin_in.body_pos[e, b] + kin_in.body_rot[e, b] * model.foot_offset[f]
+        height, n = _terrain_query(model.terrain_kind, model.ground_height[e], model.terrain_heights,
+                                   model.terrain_grid, centre + base)
         t1, t2 = _tangents(n)
-        r = centre - n * foot_radius[f]
-        gap[e, f] = wp.dot(n, centre + base) - foot_radius[f] - height
-        frame[e, f, 0] = n
-        frame[e, f, 1] = t1
-        frame[e, f, 2] = t2
+        radius = model.foot_radius[f]
+        r = centre - n * radius
+        geometry_out.gap[e, f] = wp.dot(n, centre + base) - radius - height
+        geometry_out.frame[e, f, 0] = n
+        geometry_out.frame[e, f, 1] = t1
+        geometry_out.frame[e, f, 2] = t2
         for k in range(6):
-            v = dof_lin[e, k] + wp.cross(dof_ang[e, k], r)
-            J[e, 3 * f, k] = wp.dot(n, v)
-            J[e, 3 * f + 1, k] = wp.dot(t1, v)
-            J[e, 3 * f + 2, k] = wp.dot(t2, v)
+            v = kin_in.dof_lin[e, k] + wp.cross(kin_in.dof_ang[e, k], r)
+            geometry_out.J[e, contact_row(f, 0), k] = wp.dot(n, v)
+            geometry_out.J[e, contact_row(f, 1), k] = wp.dot(t1, v)
+            geometry_out.J[e, contact_row(f, 2), k] = wp.dot(t2, v)
         # The dynamic loop uses names of its own: a local it shared with the unrolled loop above (v, k) would be
         # loop-carried, and Warp's adjoint then replays the wrong value of it (the base columns' normal
         # derivative, which only a non-flat terrain needs, came out wrong).
-        for a in range(ancestor_start[b], ancestor_start[b + 1] + 1):
+        for a in range(model.ancestor_start[b], model.ancestor_start[b + 1] + 1):
             body = b
-            if a < ancestor_start[b + 1]:
-                body = ancestor_index[a]
-            col = 5 + body
-            v_col = dof_lin[e, col] + wp.cross(dof_ang[e, col], r)
-            J[e, 3 * f, col] = wp.dot(n, v_col)
-            J[e, 3 * f + 1, col] = wp.dot(t1, v_col)
-            J[e, 3 * f + 2, col] = wp.dot(t2, v_col)
+            if a < model.ancestor_start[b + 1]:
+                body = model.ancestor_index[a]
+            col = dof_of_body(body)
+            v_col = kin_in.dof_lin[e, col] + wp.cross(kin_in.dof_ang[e, col], r)
+            geometry_out.J[e, contact_row(f, 0), col] = wp.dot(n, v_col)
+            geometry_out.J[e, contact_row(f, 1), col] = wp.dot(t1, v_col)
+            geometry_out.J[e, contact_row(f, 2), col] = wp.dot(t2, v_col)
 
-    @wp.kernel(enable_backward=False)
-    def contact_force_world(
-        impulse: wp.array3d(dtype=dtype),
-        frame: wp.array3d(dtype=vec3),
-        inv_dt: dtype,
-        force: wp.array2d(dtype=vec3),
-    ):
-        """Average contact force on each foot over the step, world frame (N)."""
-        e = wp.tid()
-        for i in range(force.shape[1]):
-            force[e, i] = (frame[e, i, 0] * impulse[e, 3 * i, 0] + frame[e, i, 1] * impulse[e, 3 * i + 1, 0]
-                           + frame[e, i, 2] * impulse[e, 3 * i + 2, 0]) * inv_dt
-
-    @wp.kernel(enable_backward=False)
-    def contact_force_world_adjoint(
-        impulse: wp.array3d(dtype=dtype),
-        frame: wp.array3d(dtype=vec3),
-        inv_dt: dtype,
-        force_grad: wp.array2d(dtype=vec3),
-        impulse_grad: wp.array3d(dtype=dtype),
-        frame_grad: wp.array3d(dtype=vec3),
-    ):
-        e = wp.tid()
-        for i in range(force_grad.shape[1]):
-            g = force_grad[e, i] * inv_dt
-            for r in range(3):
-                impulse_grad[e, 3 * i + r, 0] = impulse_grad[e, 3 * i + r, 0] + wp.dot(frame[e, i, r], g)
-                frame_grad[e, i, r] = frame_grad[e, i, r] + g * impulse[e, 3 * i + r, 0]
-
-    return contact_geometry, contact_force_world, contact_force_world_adjoint
+    return contact_geometry
 
 
-def contact_force(impulse: wp.array, frame: wp.array, dt: float, force: wp.array, tape: wp.Tape | None = None) -> None:
-    """Mean contact force on each foot over the step, world frame (N), [N, F] vec3, from the impulses [N, 3F, 1]
-    in the contact frames [N, F, 3]; the reverse is recorded on ``tape`` when given."""
-    _, forward, adjoint = contact_kernels(impulse.dtype)
-    N = impulse.shape[0]
-    inv_dt = impulse.dtype(1.0 / dt)
-    wp.launch(forward, dim=N, inputs=[impulse, frame, inv_dt, force], device=impulse.device, record_tape=False)
-    if tape is None:
-        return
-
-    def backward() -> None:
-        grads = [output_grad("contact_force", name, a) for name, a in
-                 (("force", force), ("impulse", impulse), ("frame", frame))]
-        wp.launch(adjoint, dim=N, inputs=[impulse, frame, inv_dt, *grads], device=impulse.device, record_tape=False)
-
-    tape.record_func(backward=backward, arrays=[])
-
-
+def contact_geometry(model, q: wp.array, kin, geometry: ContactGeometryData, tape: wp.Tape | None = None) -> None:
+    """Gaps, contact frames and contact rows (J zeroed beforehand) of every foot at ``q`` [N, nq] (the step's
+    midpoint) with the kinematics ``kin`` into ``geometry``; recorded on ``tape`` for Warp's automatic adjoint."""
+    launch(contact_geometry_kernel(model.dtype), (model.num_envs, model.num_feet),
+           [model.arrays, q, kin.values, geometry.values], model.device, tape)

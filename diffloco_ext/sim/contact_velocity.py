@@ -12,77 +12,87 @@ dot product over that path (about half the DOFs of a quadruped). Backward, for t
 """
 
 import functools
+from dataclasses import dataclass
 
 import warp as wp
 
-from .adjoint import input_grad, output_grad
+from .adjoint import launch_stage
+from .cholesky import SolveData
+from .contact import ContactGeometryData
+from .coordinates import contact_funcs, contact_row
+from .stage_data import StageData, StageInputs, intermediate, kernel_types, stage_input
 from .warp_setup import warp_types
+
+
+@dataclass
+class ContactVelocityData(StageData):
+    """The velocity without contact impulses and the contact-point velocities it gives."""
+
+    u_free: wp.array = intermediate(lambda s: (s.N, s.nv), doc="velocity after the step without impulses")
+    c: wp.array = intermediate(lambda s: (s.N, s.C, 1), doc="contact-point velocity without impulses (m/s)")
+
+
+@dataclass
+class ContactVelocityInputs(StageInputs):
+    """What the contact-point velocity reads."""
+
+    u: wp.array = stage_input("scalar", 2, doc="start velocities [N, nv]")
+    solve: SolveData = stage_input(group=SolveData)
+    geometry: ContactGeometryData = stage_input(group=ContactGeometryData)
 
 
 @functools.cache
 def contact_velocity_kernels(dtype):
     vec3 = warp_types(dtype).vec3
+    T = kernel_types(dtype)
+    In = ContactVelocityInputs.struct_type(dtype)
+    foot_rows, foot_vector = contact_funcs(dtype)
 
     @wp.kernel(enable_backward=False)
-    def contact_velocity(u: wp.array2d(dtype=dtype), du: wp.array3d(dtype=dtype), J: wp.array3d(dtype=dtype),
-                         foot_path_start: wp.array(dtype=wp.int32), foot_path: wp.array(dtype=wp.int32),
-                         u_free: wp.array2d(dtype=dtype), c: wp.array3d(dtype=dtype)):
+    def contact_velocity(model: T.Model, inputs: In, outputs: T.Velocity):
         e = wp.tid()
-        for k in range(u.shape[1]):
-            u_free[e, k] = u[e, k] + du[e, k, 0]
-        for f in range(foot_path_start.shape[0] - 1):
+        J = inputs.geometry.J
+        u_free = outputs.u_free
+        for k in range(inputs.u.shape[1]):
+            u_free[e, k] = inputs.u[e, k] + inputs.solve.du[e, k, 0]
+        for f in range(model.foot_path_start.shape[0] - 1):
             s = vec3()
-            for p in range(foot_path_start[f], foot_path_start[f + 1]):
-                k = foot_path[p]
-                s = s + vec3(J[e, 3 * f, k], J[e, 3 * f + 1, k], J[e, 3 * f + 2, k]) * u_free[e, k]
-            c[e, 3 * f, 0] = s[0]
-            c[e, 3 * f + 1, 0] = s[1]
-            c[e, 3 * f + 2, 0] = s[2]
+            for p in range(model.foot_path_start[f], model.foot_path_start[f + 1]):
+                k = model.foot_path[p]
+                s = s + foot_rows(J, e, f, k) * u_free[e, k]
+            for r in range(3):
+                outputs.c[e, contact_row(f, r), 0] = s[r]
 
     @wp.kernel(enable_backward=False)
-    def contact_velocity_adjoint(J: wp.array3d(dtype=dtype), u_free: wp.array2d(dtype=dtype),
-                                 foot_path_start: wp.array(dtype=wp.int32), foot_path: wp.array(dtype=wp.int32),
-                                 c_grad: wp.array3d(dtype=dtype), u_free_grad: wp.array2d(dtype=dtype),
-                                 u_grad: wp.array2d(dtype=dtype), du_grad: wp.array3d(dtype=dtype),
-                                 J_grad: wp.array3d(dtype=dtype), has_u: int, has_du: int, has_J: int):
-        """Adds ``J^T c_bar`` into ``u_free_grad`` (which then holds ``u_free``'s whole adjoint), then passes it on."""
+    def contact_velocity_adjoint(model: T.Model, inputs: In, outputs: T.Velocity, inputs_grad: In,
+                                 outputs_grad: T.Velocity):
+        """Adds ``J^T c_bar`` into the gradient of ``u_free`` (which then holds its whole adjoint), then passes it
+        on to ``u`` and ``du``."""
         e = wp.tid()
-        for f in range(foot_path_start.shape[0] - 1):
-            cb = vec3(c_grad[e, 3 * f, 0], c_grad[e, 3 * f + 1, 0], c_grad[e, 3 * f + 2, 0])
-            for p in range(foot_path_start[f], foot_path_start[f + 1]):
-                k = foot_path[p]
-                u_free_grad[e, k] = u_free_grad[e, k] + (
-                    J[e, 3 * f, k] * cb[0] + J[e, 3 * f + 1, k] * cb[1] + J[e, 3 * f + 2, k] * cb[2])
-                if has_J != 0:
-                    uk = u_free[e, k]
-                    J_grad[e, 3 * f, k] = J_grad[e, 3 * f, k] + cb[0] * uk
-                    J_grad[e, 3 * f + 1, k] = J_grad[e, 3 * f + 1, k] + cb[1] * uk
-                    J_grad[e, 3 * f + 2, k] = J_grad[e, 3 * f + 2, k] + cb[2] * uk
-        for k in range(u_free.shape[1]):
+        J = inputs.geometry.J
+        J_grad = inputs_grad.geometry.J
+        u_free_grad = outputs_grad.u_free
+        for f in range(model.foot_path_start.shape[0] - 1):
+            cb = foot_vector(outputs_grad.c, e, f)
+            for p in range(model.foot_path_start[f], model.foot_path_start[f + 1]):
+                k = model.foot_path[p]
+                uk = outputs.u_free[e, k]
+                u_free_grad[e, k] = u_free_grad[e, k] + wp.dot(foot_rows(J, e, f, k), cb)
+                for r in range(3):
+                    J_grad[e, contact_row(f, r), k] = J_grad[e, contact_row(f, r), k] + cb[r] * uk
+        for k in range(inputs.u.shape[1]):
             g = u_free_grad[e, k]
-            if has_u != 0:
-                u_grad[e, k] = u_grad[e, k] + g
-            if has_du != 0:
-                du_grad[e, k, 0] = du_grad[e, k, 0] + g
+            inputs_grad.u[e, k] = inputs_grad.u[e, k] + g
+            inputs_grad.solve.du[e, k, 0] = inputs_grad.solve.du[e, k, 0] + g
 
     return contact_velocity, contact_velocity_adjoint
 
 
-def contact_velocity(u: wp.array, du: wp.array, J: wp.array, foot_path_start: wp.array, foot_path: wp.array,
-                     u_free: wp.array, c: wp.array, tape: wp.Tape | None = None) -> None:
-    """``u_free = u + du`` [N, nv] and ``c = J u_free`` [N, 3F, 1] for ``u`` [N, nv], ``du`` [N, nv, 1] and contact
-    rows ``J`` [N, 3F, nv]; records the hand-written adjoint on ``tape`` when given."""
-    forward, adjoint = contact_velocity_kernels(u.dtype)
-    N = u.shape[0]
-    wp.launch(forward, dim=N, inputs=[u, du, J, foot_path_start, foot_path, u_free, c], device=u.device,
-              record_tape=False)
-    if tape is None:
-        return
-
-    def backward() -> None:
-        outs = [output_grad("contact_velocity", name, a) for name, a in (("c", c), ("u_free", u_free))]
-        ins = [input_grad(f"contact_velocity.{name}", a) for name, a in (("u", u), ("du", du), ("J", J))]
-        wp.launch(adjoint, dim=N, device=u.device, record_tape=False, inputs=[
-            J, u_free, foot_path_start, foot_path, *outs, *(g for g, _ in ins), *(h for _, h in ins)])
-
-    tape.record_func(backward=backward, arrays=[])
+def contact_velocity(model, u: wp.array, solve, geometry, velocity: ContactVelocityData,
+                     tape: wp.Tape | None = None) -> None:
+    """``u_free = u + du`` [N, nv] and ``c = J u_free`` [N, 3F, 1] into ``velocity``, for ``u`` [N, nv], the
+    velocity change ``du`` [N, nv, 1] of ``solve`` and the contact rows ``J`` [N, 3F, nv] of ``geometry``; records
+    the hand-written adjoint on ``tape`` when given."""
+    forward, adjoint = contact_velocity_kernels(model.dtype)
+    launch_stage("contact_velocity", model, [forward], adjoint,
+                 ContactVelocityInputs(u=u, solve=solve, geometry=geometry), velocity, tape)

@@ -8,17 +8,42 @@ finite at zero angular velocity.
 
 
 import functools
+from dataclasses import dataclass
 
 import warp as wp
 
-from .adjoint import input_grad, output_grad
+from .adjoint import launch, launch_stage, output_grad
+from .cholesky import SolveData
+from .coordinates import BASE_COORDS, base_funcs, dof_of_joint, q_of_joint
+from .stage_data import StageData, StageInputs, intermediate, kernel_types, stage_input
 from .warp_setup import warp_types
+
+
+@dataclass
+class IntegratorData(StageData):
+    """The step's configurations and end velocity before the divergence guard."""
+
+    q_mid: wp.array = intermediate(lambda s: (s.N, s.nq), doc="midpoint coordinates")
+    u_new: wp.array = intermediate(lambda s: (s.N, s.nv), doc="end-of-step velocity (written by the velocity "
+                                                              "update: add_velocity, or the contact impulse response)")
+    q_new: wp.array = intermediate(lambda s: (s.N, s.nq), doc="end-of-step coordinates")
+
+
+@dataclass
+class VelocityUpdateInputs(StageInputs):
+    """What the velocity update without contact reads."""
+
+    u: wp.array = stage_input("scalar", 2, doc="start velocities [N, nv]")
+    solve: SolveData = stage_input(group=SolveData)
 
 
 @functools.cache
 def integrator_kernels(dtype):
     t = warp_types(dtype)
     vec3, quat = t.vec3, t.quat
+    _, base_quat, store_base_quat, _, base_angular_velocity = base_funcs(dtype)
+    T = kernel_types(dtype)
+    In = VelocityUpdateInputs.struct_type(dtype)
 
     @wp.func
     def exp_map(phi: vec3):
@@ -35,60 +60,57 @@ def integrator_kernels(dtype):
 
     @wp.kernel
     def integrate_positions(
-        q: wp.array2d(dtype=dtype),
-        u_a: wp.array2d(dtype=dtype),
-        u_b: wp.array2d(dtype=dtype),
+        # In:
+        q_in: wp.array2d(dtype=dtype),
+        u_a_in: wp.array2d(dtype=dtype),
+        u_b_in: wp.array2d(dtype=dtype),
         h: dtype,
+        # Out:
         q_out: wp.array2d(dtype=dtype),
     ):
+        """``q_out = q + h (u_a + u_b) / 2`` on the configuration manifold (differentiated by Warp's tape)."""
         e = wp.tid()
         half = dtype(0.5)
         for k in range(3):
-            q_out[e, k] = q[e, k] + h * half * (u_a[e, k] + u_b[e, k])
-        w = vec3(u_a[e, 3] + u_b[e, 3], u_a[e, 4] + u_b[e, 4], u_a[e, 5] + u_b[e, 5]) * (h * half)
-        rot = quat(q[e, 4], q[e, 5], q[e, 6], q[e, 3])
-        out = wp.normalize(rot * exp_map(w))
-        q_out[e, 3] = out[3]
-        q_out[e, 4] = out[0]
-        q_out[e, 5] = out[1]
-        q_out[e, 6] = out[2]
-        for j in range(q.shape[1] - 7):
-            q_out[e, 7 + j] = q[e, 7 + j] + h * half * (u_a[e, 6 + j] + u_b[e, 6 + j])
+            q_out[e, k] = q_in[e, k] + h * half * (u_a_in[e, k] + u_b_in[e, k])
+        w = (base_angular_velocity(u_a_in, e) + base_angular_velocity(u_b_in, e)) * (h * half)
+        store_base_quat(q_out, e, wp.normalize(base_quat(q_in, e) * exp_map(w)))
+        for j in range(q_in.shape[1] - BASE_COORDS):
+            q_out[e, q_of_joint(j)] = q_in[e, q_of_joint(j)] + h * half * (
+                u_a_in[e, dof_of_joint(j)] + u_b_in[e, dof_of_joint(j)])
 
     @wp.kernel(enable_backward=False)
-    def add_velocity(u: wp.array2d(dtype=dtype), du: wp.array3d(dtype=dtype), u_out: wp.array2d(dtype=dtype)):
-        """``u_out = u + du`` (``du`` a column per env, as the solves produce it)."""
+    def add_velocity(model: T.Model, inputs: In, outputs: T.Integration):
+        """``u_new = u + du`` (``du`` a column per env, as the solves produce it)."""
         e = wp.tid()
-        for k in range(u.shape[1]):
-            u_out[e, k] = u[e, k] + du[e, k, 0]
+        for k in range(inputs.u.shape[1]):
+            outputs.u_new[e, k] = inputs.u[e, k] + inputs.solve.du[e, k, 0]
 
     @wp.kernel(enable_backward=False)
-    def add_velocity_adjoint(u_out_grad: wp.array2d(dtype=dtype), u_grad: wp.array2d(dtype=dtype),
-                             du_grad: wp.array3d(dtype=dtype), has_u: int):
+    def add_velocity_adjoint(model: T.Model, inputs: In, outputs: T.Integration, inputs_grad: In,
+                             outputs_grad: T.Integration):
         e = wp.tid()
-        for k in range(u_out_grad.shape[1]):
-            g = u_out_grad[e, k]
-            if has_u != 0:
-                u_grad[e, k] = u_grad[e, k] + g
-            du_grad[e, k, 0] = du_grad[e, k, 0] + g
+        for k in range(inputs.u.shape[1]):
+            g = outputs_grad.u_new[e, k]
+            inputs_grad.u[e, k] = inputs_grad.u[e, k] + g
+            inputs_grad.solve.du[e, k, 0] = inputs_grad.solve.du[e, k, 0] + g
 
     return integrate_positions, add_velocity, add_velocity_adjoint
 
 
-def add_velocity(u: wp.array, du: wp.array, u_out: wp.array, tape: wp.Tape | None = None) -> None:
-    """``u_out = u + du`` for ``u`` [N, nv] and ``du`` [N, nv, 1]; the reverse is recorded on ``tape`` when given."""
-    _, forward, adjoint = integrator_kernels(u.dtype)
-    N = u.shape[0]
-    wp.launch(forward, dim=N, inputs=[u, du, u_out], device=u.device, record_tape=False)
-    if tape is None:
-        return
+def integrate_positions(model, q: wp.array, u_a: wp.array, u_b: wp.array, h: float, q_out: wp.array,
+                        tape: wp.Tape | None = None) -> None:
+    """``q_out = q + h (u_a + u_b) / 2`` [N, nq] on the configuration manifold (see the module docstring), for
+    ``h`` in s; recorded on ``tape`` for Warp's automatic adjoint."""
+    kernel = integrator_kernels(model.dtype)[0]
+    launch(kernel, model.num_envs, [q, u_a, u_b, model.dtype(h), q_out], model.device, tape)
 
-    def backward() -> None:
-        u_grad, has_u = input_grad("add_velocity.u", u)
-        wp.launch(adjoint, dim=N, device=u.device, record_tape=False, inputs=[
-            output_grad("add_velocity", "u_out", u_out), u_grad, output_grad("add_velocity", "du", du), has_u])
 
-    tape.record_func(backward=backward, arrays=[])
+def add_velocity(model, u: wp.array, solve, integration: IntegratorData, tape: wp.Tape | None = None) -> None:
+    """``integration.u_new = u + du`` for ``u`` [N, nv] and the velocity change ``du`` [N, nv, 1] of ``solve``
+    (the step without contact); the reverse is recorded on ``tape`` when given."""
+    _, forward, adjoint = integrator_kernels(model.dtype)
+    launch_stage("add_velocity", model, [forward], adjoint, VelocityUpdateInputs(u=u, solve=solve), integration, tape)
 
 
 @functools.cache

@@ -1,6 +1,7 @@
 """Stage: forward kinematics, motion subspace and body velocities (one thread per environment).
 
-Outputs, per environment, in the per-step frame of :mod:`.spatial` (world orientation, origin at the base):
+Outputs (:class:`KinematicsData`), per environment, in the per-step frame of :mod:`.spatial` (world orientation,
+origin at the base):
 
 * ``body_rot`` [N, B] mat33: body-to-world rotation;
 * ``body_pos`` [N, B] vec3: body frame origin relative to the base origin (m);
@@ -8,15 +9,35 @@ Outputs, per environment, in the per-step frame of :mod:`.spatial` (world orient
   base translations ``(0, e_k)``, base rotations ``(R_0 e_k, 0)`` (body-frame angular velocity), joint
   ``j``: ``(a, r x a)`` with ``a`` the joint axis in the world and ``r`` the body origin;
 * ``body_vel_ang``, ``body_vel_lin`` [N, B] vec3: spatial velocity of every body (``V_b = V_parent + S_b u_b``).
+
+This is the simulator's one pass over the tree: the step runs it at the midpoint, and the foot kinematics
+(:mod:`.foot_kinematics`) and collision-body gaps (:mod:`.body_contacts`) at the states they report. The base's
+orientation and subspace come from a small kernel differentiated by Warp's tape; the tree (poses, subspace and
+velocities in one loop, parents first) has a hand-written reverse (children first).
 """
 
 
 import functools
+from dataclasses import dataclass
 
 import warp as wp
 
-from .adjoint import input_grad, output_grad
+from .adjoint import launch, launch_stage
+from .coordinates import base_funcs, dof_of_body, q_of_body
+from .stage_data import StageData, StageInputs, intermediate, kernel_types, stage_input
 from .warp_setup import warp_types
+
+
+@dataclass
+class KinematicsData(StageData):
+    """Forward kinematics and body velocities of one state; world orientation, about the base origin."""
+
+    body_rot: wp.array = intermediate(lambda s: (s.N, s.B), "mat33", doc="body rotations")
+    body_pos: wp.array = intermediate(lambda s: (s.N, s.B), "vec3", doc="body positions (m)")
+    dof_ang: wp.array = intermediate(lambda s: (s.N, s.nv), "vec3", doc="motion subspace, angular part")
+    dof_lin: wp.array = intermediate(lambda s: (s.N, s.nv), "vec3", doc="motion subspace, linear part")
+    body_vel_ang: wp.array = intermediate(lambda s: (s.N, s.B), "vec3", doc="body angular velocities (rad/s)")
+    body_vel_lin: wp.array = intermediate(lambda s: (s.N, s.B), "vec3", doc="body velocities at the origin (m/s)")
 
 
 @functools.cache
@@ -54,203 +75,120 @@ def joint_funcs(dtype):
     return joint_turn, joint_pose, joint_pose_adjoint
 
 
+@dataclass
+class KinematicsInputs(StageInputs):
+    """What the tree pass reads."""
+
+    q: wp.array = stage_input("scalar", 2, doc="coordinates [N, nq]")
+    u: wp.array = stage_input("scalar", 2, doc="velocities [N, nv]")
+
+
 @functools.cache
 def kinematics_kernels(dtype):
     _, _joint_pose, _joint_pose_adjoint = joint_funcs(dtype)
-    t = warp_types(dtype)
-    vec3, mat33, quat = t.vec3, t.mat33, t.quat
+    _, base_quat, _, base_linear_velocity, base_angular_velocity = base_funcs(dtype)
+    vec3 = warp_types(dtype).vec3
     zero = dtype(0.0)
     one = dtype(1.0)
-
-    @wp.func
-    def base_quat(q: wp.array2d(dtype=dtype), e: int):
-        # q stores (w, x, y, z); Warp quaternions are (x, y, z, w).
-        return wp.normalize(quat(q[e, 4], q[e, 5], q[e, 6], q[e, 3]))
+    T = kernel_types(dtype)
+    In = KinematicsInputs.struct_type(dtype)
 
     @wp.kernel
     def base_kinematics(
-        q: wp.array2d(dtype=dtype),
-        body_rot: wp.array2d(dtype=mat33),
-        body_pos: wp.array2d(dtype=vec3),
-        dof_ang: wp.array2d(dtype=vec3),
-        dof_lin: wp.array2d(dtype=vec3),
+        # In:
+        q_in: wp.array2d(dtype=dtype),
+        # Out:
+        kin_out: T.Kin,
     ):
         """The base: its orientation and its six motion-subspace columns (differentiated by Warp's tape)."""
         e = wp.tid()
-        rot0 = wp.quat_to_matrix(base_quat(q, e))
-        body_rot[e, 0] = rot0
-        body_pos[e, 0] = vec3(zero, zero, zero)
-        dof_ang[e, 0] = vec3(zero, zero, zero)
-        dof_ang[e, 1] = vec3(zero, zero, zero)
-        dof_ang[e, 2] = vec3(zero, zero, zero)
-        dof_lin[e, 0] = vec3(one, zero, zero)
-        dof_lin[e, 1] = vec3(zero, one, zero)
-        dof_lin[e, 2] = vec3(zero, zero, one)
-        dof_ang[e, 3] = vec3(rot0[0, 0], rot0[1, 0], rot0[2, 0])
-        dof_ang[e, 4] = vec3(rot0[0, 1], rot0[1, 1], rot0[2, 1])
-        dof_ang[e, 5] = vec3(rot0[0, 2], rot0[1, 2], rot0[2, 2])
-        dof_lin[e, 3] = vec3(zero, zero, zero)
-        dof_lin[e, 4] = vec3(zero, zero, zero)
-        dof_lin[e, 5] = vec3(zero, zero, zero)
+        rot0 = wp.quat_to_matrix(wp.normalize(base_quat(q_in, e)))
+        kin_out.body_rot[e, 0] = rot0
+        kin_out.body_pos[e, 0] = vec3(zero, zero, zero)
+        for k in range(3):
+            kin_out.dof_ang[e, k] = vec3(zero, zero, zero)
+            kin_out.dof_lin[e, 3 + k] = vec3(zero, zero, zero)
+        kin_out.dof_lin[e, 0] = vec3(one, zero, zero)
+        kin_out.dof_lin[e, 1] = vec3(zero, one, zero)
+        kin_out.dof_lin[e, 2] = vec3(zero, zero, one)
+        kin_out.dof_ang[e, 3] = vec3(rot0[0, 0], rot0[1, 0], rot0[2, 0])
+        kin_out.dof_ang[e, 4] = vec3(rot0[0, 1], rot0[1, 1], rot0[2, 1])
+        kin_out.dof_ang[e, 5] = vec3(rot0[0, 2], rot0[1, 2], rot0[2, 2])
 
     @wp.kernel(enable_backward=False)
-    def tree_kinematics(
-        q: wp.array2d(dtype=dtype),
-        body_parent: wp.array(dtype=wp.int32),
-        body_pos0: wp.array(dtype=vec3),
-        body_rot0: wp.array(dtype=mat33),
-        joint_axis: wp.array(dtype=vec3),
-        body_rot: wp.array2d(dtype=mat33),
-        body_pos: wp.array2d(dtype=vec3),
-        dof_ang: wp.array2d(dtype=vec3),
-        dof_lin: wp.array2d(dtype=vec3),
-    ):
-        """Every other body, parents first, and its joint's motion-subspace column."""
+    def tree_kinematics(model: T.Model, inputs: In, outputs: T.Kin):
+        """The base's velocity, then every other body, parents first: its pose, its joint's motion-subspace column
+        and its velocity."""
         e = wp.tid()
-        for b in range(1, body_parent.shape[0]):
-            p = body_parent[b]
-            rot, r, a = _joint_pose(body_rot[e, p], body_pos[e, p], body_rot0[b], body_pos0[b], joint_axis[b],
-                                    q[e, 6 + b])
-            body_rot[e, b] = rot
-            body_pos[e, b] = r
-            dof_ang[e, 5 + b] = a
-            dof_lin[e, 5 + b] = wp.cross(r, a)
+        q = inputs.q
+        u = inputs.u
+        outputs.body_vel_ang[e, 0] = outputs.body_rot[e, 0] * base_angular_velocity(u, e)
+        outputs.body_vel_lin[e, 0] = base_linear_velocity(u, e)
+        for b in range(1, model.body_parent.shape[0]):
+            p = model.body_parent[b]
+            k = dof_of_body(b)
+            rot, r, a = _joint_pose(outputs.body_rot[e, p], outputs.body_pos[e, p], model.body_rot0[b],
+                                    model.body_pos0[b], model.joint_axis[b], q[e, q_of_body(b)])
+            lin = wp.cross(r, a)
+            qd = u[e, k]
+            outputs.body_rot[e, b] = rot
+            outputs.body_pos[e, b] = r
+            outputs.dof_ang[e, k] = a
+            outputs.dof_lin[e, k] = lin
+            outputs.body_vel_ang[e, b] = outputs.body_vel_ang[e, p] + a * qd
+            outputs.body_vel_lin[e, b] = outputs.body_vel_lin[e, p] + lin * qd
 
     @wp.kernel(enable_backward=False)
-    def tree_kinematics_adjoint(
-        q: wp.array2d(dtype=dtype),
-        body_parent: wp.array(dtype=wp.int32),
-        body_pos0: wp.array(dtype=vec3),
-        body_rot0: wp.array(dtype=mat33),
-        joint_axis: wp.array(dtype=vec3),
-        body_rot: wp.array2d(dtype=mat33),
-        body_pos: wp.array2d(dtype=vec3),
-        body_rot_grad: wp.array2d(dtype=mat33),
-        body_pos_grad: wp.array2d(dtype=vec3),
-        dof_ang_grad: wp.array2d(dtype=vec3),
-        dof_lin_grad: wp.array2d(dtype=vec3),
-        q_grad: wp.array2d(dtype=dtype),
-    ):
-        """Reverse of :func:`tree_kinematics`, children first; the base's adjoints are left in
-        ``body_rot_grad[:, 0]`` for :func:`base_kinematics`' automatic adjoint."""
+    def tree_kinematics_adjoint(model: T.Model, inputs: In, outputs: T.Kin, inputs_grad: In, outputs_grad: T.Kin):
+        """Reverse of :func:`tree_kinematics`, children first. The velocity adjoints are accumulated up the tree in
+        place (``outputs_grad.body_vel_*`` end as the adjoints of the subtree sums; they have no other reader);
+        the base's rotation adjoint is left in ``outputs_grad.body_rot[:, 0]`` for :func:`base_kinematics`'
+        automatic adjoint."""
         e = wp.tid()
-        num_bodies = body_parent.shape[0]
+        q = inputs.q
+        u = inputs.u
+        grad = outputs_grad
+        num_bodies = model.body_parent.shape[0]
         for bb in range(num_bodies - 1):
             b = num_bodies - 1 - bb
-            p = body_parent[b]
-            rot_p = body_rot[e, p]
-            r = body_pos[e, b]
-            a = rot_p * body_rot0[b] * joint_axis[b]
-            adj_lin = dof_lin_grad[e, 5 + b]
-            adj_r = body_pos_grad[e, b] + wp.cross(a, adj_lin)
-            adj_a = dof_ang_grad[e, 5 + b] + wp.cross(adj_lin, r)
-            adj_rot_p, adj_angle = _joint_pose_adjoint(rot_p, body_rot0[b], body_pos0[b], joint_axis[b], q[e, 6 + b],
-                                                       body_rot_grad[e, b], adj_r, adj_a)
-            q_grad[e, 6 + b] = q_grad[e, 6 + b] + adj_angle
-            body_rot_grad[e, p] = body_rot_grad[e, p] + adj_rot_p
-            body_pos_grad[e, p] = body_pos_grad[e, p] + adj_r
+            p = model.body_parent[b]
+            k = dof_of_body(b)
+            rot_p = outputs.body_rot[e, p]
+            r = outputs.body_pos[e, b]
+            a = outputs.dof_ang[e, k]
+            lin = outputs.dof_lin[e, k]
+            qd = u[e, k]
+            # V_b = V_p + (a, r x a) qd
+            a_ang = grad.body_vel_ang[e, b]
+            a_lin = grad.body_vel_lin[e, b]
+            grad.body_vel_ang[e, p] = grad.body_vel_ang[e, p] + a_ang
+            grad.body_vel_lin[e, p] = grad.body_vel_lin[e, p] + a_lin
+            inputs_grad.u[e, k] = inputs_grad.u[e, k] + wp.dot(a_ang, a) + wp.dot(a_lin, lin)
+            adj_lin = grad.dof_lin[e, k] + a_lin * qd
+            adj_a = grad.dof_ang[e, k] + a_ang * qd + wp.cross(adj_lin, r)
+            adj_r = grad.body_pos[e, b] + wp.cross(a, adj_lin)
+            # the body's pose from its parent's
+            adj_rot_p, adj_angle = _joint_pose_adjoint(rot_p, model.body_rot0[b], model.body_pos0[b],
+                                                       model.joint_axis[b], q[e, q_of_body(b)],
+                                                       grad.body_rot[e, b], adj_r, adj_a)
+            inputs_grad.q[e, q_of_body(b)] = inputs_grad.q[e, q_of_body(b)] + adj_angle
+            grad.body_rot[e, p] = grad.body_rot[e, p] + adj_rot_p
+            grad.body_pos[e, p] = grad.body_pos[e, p] + adj_r
+        # the base's velocity: w_0 = R_0 u[3:6], v_0 = u[0:3]
+        a_ang0 = grad.body_vel_ang[e, 0]
+        a_lin0 = grad.body_vel_lin[e, 0]
+        grad.body_rot[e, 0] = grad.body_rot[e, 0] + wp.outer(a_ang0, base_angular_velocity(u, e))
+        a_w = wp.transpose(outputs.body_rot[e, 0]) * a_ang0
+        for i in range(3):
+            inputs_grad.u[e, i] = inputs_grad.u[e, i] + a_lin0[i]
+            inputs_grad.u[e, 3 + i] = inputs_grad.u[e, 3 + i] + a_w[i]
 
-    @wp.kernel(enable_backward=False)
-    def body_velocities(
-        u: wp.array2d(dtype=dtype),
-        body_parent: wp.array(dtype=wp.int32),
-        body_rot: wp.array2d(dtype=mat33),
-        dof_ang: wp.array2d(dtype=vec3),
-        dof_lin: wp.array2d(dtype=vec3),
-        body_vel_ang: wp.array2d(dtype=vec3),
-        body_vel_lin: wp.array2d(dtype=vec3),
-    ):
-        e = wp.tid()
-        body_vel_ang[e, 0] = body_rot[e, 0] * vec3(u[e, 3], u[e, 4], u[e, 5])
-        body_vel_lin[e, 0] = vec3(u[e, 0], u[e, 1], u[e, 2])
-        for b in range(1, body_parent.shape[0]):
-            p = body_parent[b]
-            qd = u[e, 5 + b]
-            body_vel_ang[e, b] = body_vel_ang[e, p] + dof_ang[e, 5 + b] * qd
-            body_vel_lin[e, b] = body_vel_lin[e, p] + dof_lin[e, 5 + b] * qd
-
-    @wp.kernel(enable_backward=False)
-    def body_velocities_adjoint(
-        u: wp.array2d(dtype=dtype),
-        body_parent: wp.array(dtype=wp.int32),
-        body_rot: wp.array2d(dtype=mat33),
-        dof_ang: wp.array2d(dtype=vec3),
-        dof_lin: wp.array2d(dtype=vec3),
-        vel_ang_grad: wp.array2d(dtype=vec3),
-        vel_lin_grad: wp.array2d(dtype=vec3),
-        u_grad: wp.array2d(dtype=dtype),
-        body_rot_grad: wp.array2d(dtype=mat33),
-        dof_ang_grad: wp.array2d(dtype=vec3),
-        dof_lin_grad: wp.array2d(dtype=vec3),
-        has_u: int,
-    ):
-        """Reverse of :func:`body_velocities`, children first. The velocity adjoints are accumulated up the tree in
-        place (``vel_*_grad`` end as the adjoints of the subtree sums; they have no other reader)."""
-        e = wp.tid()
-        num_bodies = body_parent.shape[0]
-        for bb in range(num_bodies - 1):
-            b = num_bodies - 1 - bb
-            p = body_parent[b]
-            a_ang = vel_ang_grad[e, b]
-            a_lin = vel_lin_grad[e, b]
-            vel_ang_grad[e, p] = vel_ang_grad[e, p] + a_ang
-            vel_lin_grad[e, p] = vel_lin_grad[e, p] + a_lin
-            qd = u[e, 5 + b]
-            dof_ang_grad[e, 5 + b] = dof_ang_grad[e, 5 + b] + a_ang * qd
-            dof_lin_grad[e, 5 + b] = dof_lin_grad[e, 5 + b] + a_lin * qd
-            if has_u != 0:
-                u_grad[e, 5 + b] = u_grad[e, 5 + b] + wp.dot(a_ang, dof_ang[e, 5 + b]) + wp.dot(
-                    a_lin, dof_lin[e, 5 + b])
-        a_ang0 = vel_ang_grad[e, 0]
-        a_lin0 = vel_lin_grad[e, 0]
-        w = vec3(u[e, 3], u[e, 4], u[e, 5])
-        body_rot_grad[e, 0] = body_rot_grad[e, 0] + wp.outer(a_ang0, w)
-        if has_u != 0:
-            a_w = wp.transpose(body_rot[e, 0]) * a_ang0
-            for i in range(3):
-                u_grad[e, i] = u_grad[e, i] + a_lin0[i]
-                u_grad[e, 3 + i] = u_grad[e, 3 + i] + a_w[i]
-
-    return base_kinematics, tree_kinematics, tree_kinematics_adjoint, body_velocities, body_velocities_adjoint
+    return base_kinematics, tree_kinematics, tree_kinematics_adjoint
 
 
-def forward_kinematics(model, q: wp.array, kin, tape: wp.Tape | None = None) -> None:
-    """Body poses and motion subspace of ``q`` into ``kin`` (base by Warp's tape, the tree by hand)."""
-    base, tree, tree_adjoint = kinematics_kernels(model.dtype)[:3]
-    m, k = model, kin
-    wp.launch(base, dim=m.num_envs, device=m.device, inputs=[q, k.body_rot, k.body_pos, k.dof_ang, k.dof_lin])
-    wp.launch(tree, dim=m.num_envs, device=m.device, record_tape=False,
-              inputs=[q, m.body_parent, m.body_pos0, m.body_rot0, m.joint_axis, k.body_rot, k.body_pos, k.dof_ang,
-                      k.dof_lin])
-    if tape is None:
-        return
-
-    def backward() -> None:
-        outs = [output_grad("forward_kinematics", name, getattr(k, name))
-                for name in ("body_rot", "body_pos", "dof_ang", "dof_lin")]
-        q_grad, _ = input_grad("forward_kinematics.q", q)
-        wp.launch(tree_adjoint, dim=m.num_envs, device=m.device, record_tape=False,
-                  inputs=[q, m.body_parent, m.body_pos0, m.body_rot0, m.joint_axis, k.body_rot, k.body_pos,
-                          *outs, q_grad])
-
-    tape.record_func(backward=backward, arrays=[])
-
-
-def body_velocities(model, u: wp.array, kin, tape: wp.Tape | None = None) -> None:
-    """Spatial velocities of every body at ``u`` into ``kin`` (needs its poses and motion subspace); the hand-written
-    reverse is recorded on ``tape`` when given."""
-    forward, adjoint = kinematics_kernels(model.dtype)[3:5]
-    m, k = model, kin
-    wp.launch(forward, dim=m.num_envs, device=m.device, record_tape=False,
-              inputs=[u, m.body_parent, k.body_rot, k.dof_ang, k.dof_lin, k.body_vel_ang, k.body_vel_lin])
-    if tape is None:
-        return
-
-    def backward() -> None:
-        outs = [output_grad("body_velocities", name, getattr(k, name)) for name in ("body_vel_ang", "body_vel_lin")]
-        inner = [output_grad("body_velocities", name, getattr(k, name)) for name in ("body_rot", "dof_ang", "dof_lin")]
-        u_grad, has_u = input_grad("body_velocities.u", u)
-        wp.launch(adjoint, dim=m.num_envs, device=m.device, record_tape=False, inputs=[
-            u, m.body_parent, k.body_rot, k.dof_ang, k.dof_lin, *outs, u_grad, *inner, has_u])
-
-    tape.record_func(backward=backward, arrays=[])
+def kinematics(model, q: wp.array, u: wp.array, kin: KinematicsData, tape: wp.Tape | None = None) -> None:
+    """Body poses, motion subspace and body velocities at ``(q, u)`` into ``kin``; with a ``tape``, the base by
+    Warp's tape and the hand-written reverse of the tree are recorded on it."""
+    base, tree, adjoint = kinematics_kernels(model.dtype)
+    launch(base, model.num_envs, [q, kin.values], model.device, tape)
+    launch_stage("kinematics", model, [tree], adjoint, KinematicsInputs(q=q, u=u), kin, tape)

@@ -21,6 +21,7 @@ The world is z-up with gravity ``(0, 0, -9.81)`` m/s² by default (per env: a ra
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,8 +30,11 @@ import warp as wp
 from ..assets.robot_description import RobotDescription
 from ..assets.rotations import quat_to_matrix
 from .body_contacts import CollisionData, collision_data
-from .terrain import HeightField, TerrainData, terrain_data
-from .warp_setup import NUMPY_DTYPES, init_warp, resolve_device, resolve_dtype, warp_types
+from .adjoint import input_grad
+from .coordinates import BASE_COORDS, BASE_DOFS, dof_of_body
+from .terrain import HeightField, TerrainData, terrain_data, terrain_inputs
+from .warp_setup import (NUMPY_DTYPES, element_type, init_warp, resolve_device, resolve_dtype, warp_struct,
+                         warp_types)
 
 
 def _csr(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -40,12 +44,20 @@ def _csr(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     return start, flat if flat.size else np.zeros(1, dtype=np.int32)
 
 
+def _device(element: str, ndim: int, doc: str, optional: bool = False):
+    """A model array: its element type (:data:`~.warp_setup.ELEMENTS`), dimensions and meaning. The kernels read
+    the model through one struct built from these declarations (:meth:`Model.arrays`)."""
+    meta = {"element": element, "ndim": ndim, "doc": doc}
+    return field(default=None, metadata=meta) if optional else field(metadata=meta)
+
+
 @dataclass
 class Model:
     """Static description of ``num_envs`` copies of one robot, on one device, in one precision.
 
     Array shapes use ``N`` = num_envs, ``B`` = num_bodies (base = body 0), ``n`` = num_joints (= B - 1,
-    joint ``j`` moves body ``j + 1``), ``F`` = number of foot spheres.
+    joint ``j`` moves body ``j + 1``), ``F`` = number of foot spheres. Every device array is declared with its
+    element type and meaning; kernels receive them as one Warp struct, :attr:`arrays`.
     """
 
     robot: RobotDescription
@@ -55,50 +67,83 @@ class Model:
     num_bodies: int
     num_joints: int
     # topology (shared)
-    body_parent: wp.array  # int32 [B], -1 for the base
-    ancestor_start: wp.array  # int32 [B+1]: moving ancestors of body b (itself excluded, base excluded)
-    ancestor_index: wp.array
-    dof_parent: wp.array  # int32 [nv]: the DOF each DOF hangs from (base DOFs form a chain 0-1-...-5), -1 for DOF 0
+    body_parent: wp.array = _device("int32", 1, "[B] parent body, -1 for the base")
+    ancestor_start: wp.array = _device("int32", 1, "[B+1] moving ancestors of body b (itself and the base "
+                                                   "excluded) are ancestor_index[ancestor_start[b]:ancestor_start[b+1]]")
+    ancestor_index: wp.array = _device("int32", 1, "see ancestor_start")
+    dof_parent: wp.array = _device("int32", 1, "[nv] the DOF each DOF hangs from (the base DOFs form a chain "
+                                               "0-1-...-5), -1 for DOF 0")
     # joint frames (shared): body frame in parent frame at q = 0; joint axis in the body frame
-    body_pos0: wp.array  # vec3 [B] (m)
-    body_rot0: wp.array  # mat33 [B]: body frame orientation in the parent frame at q = 0
-    joint_axis: wp.array  # vec3 [B] (body 0 unused)
+    body_pos0: wp.array = _device("vec3", 1, "[B] body frame origin in the parent frame at q = 0 (m)")
+    body_rot0: wp.array = _device("mat33", 1, "[B] body frame orientation in the parent frame at q = 0")
+    joint_axis: wp.array = _device("vec3", 1, "[B] joint axis in the body frame (body 0 unused)")
     # mass properties (per env, differentiable)
-    body_mass: wp.array  # scalar [N, B] (kg)
-    body_com: wp.array  # vec3 [N, B], body frame (m)
-    body_inertia: wp.array  # mat33 [N, B], about the com, body frame (kg m^2)
+    body_mass: wp.array = _device("scalar", 2, "[N, B] (kg)")
+    body_com: wp.array = _device("vec3", 2, "[N, B] centre of mass, body frame (m)")
+    body_inertia: wp.array = _device("mat33", 2, "[N, B] about the com, body frame (kg m^2)")
     # actuators (per env, differentiable gains)
-    joint_stiffness: wp.array  # scalar [N, n] PD k_p (N m / rad)
-    joint_damping: wp.array  # scalar [N, n] PD k_d (N m s / rad)
+    joint_stiffness: wp.array = _device("scalar", 2, "[N, n] PD k_p (N m / rad)")
+    joint_damping: wp.array = _device("scalar", 2, "[N, n] PD k_d (N m s / rad)")
     # drive envelope and passive joint terms (per env, for domain randomisation; no gradients flow to them)
-    effort_limit: wp.array  # scalar [N, n] continuous torque limit E (N m), inf without an actuator
-    saturation_effort: wp.array  # scalar [N, n] stall torque S of the DC-motor line (N m)
-    velocity_limit: wp.array  # scalar [N, n] no-load speed v of the DC-motor line (rad/s)
-    joint_armature: wp.array  # scalar [N, n] rotor inertia added to H's joint diagonal (kg m^2)
-    joint_friction_damping: wp.array  # scalar [N, n] viscous joint damping d, torque -d qdot (N m s / rad)
+    effort_limit: wp.array = _device("scalar", 2, "[N, n] continuous torque limit E (N m), inf without an actuator")
+    saturation_effort: wp.array = _device("scalar", 2, "[N, n] stall torque S of the DC-motor line (N m)")
+    velocity_limit: wp.array = _device("scalar", 2, "[N, n] no-load speed v of the DC-motor line (rad/s)")
+    joint_armature: wp.array = _device("scalar", 2, "[N, n] rotor inertia added to H's joint diagonal (kg m^2)")
+    joint_friction_damping: wp.array = _device("scalar", 2, "[N, n] viscous joint damping d, torque -d qdot "
+                                                            "(N m s / rad)")
     # ground (per env): friction coefficient (differentiable) and plane height (m)
-    friction: wp.array | None = None  # scalar [N]
-    ground_height: wp.array | None = None  # scalar [N]
+    friction: wp.array | None = _device("scalar", 1, "[N] friction coefficient", optional=True)
+    ground_height: wp.array | None = _device("scalar", 1, "[N] height of the flat ground (m)", optional=True)
     # feet
-    foot_body: wp.array | None = None  # int32 [F]
-    foot_offset: wp.array | None = None  # vec3 [F], body frame (m)
-    foot_radius: wp.array | None = None  # scalar [F] (m)
-    foot_path_start: wp.array | None = None  # int32 [F+1]: foot f's DOFs, leaf to root, are
-    foot_path: wp.array | None = None  # foot_path[foot_path_start[f]:foot_path_start[f+1]] (descending)
-    gravity: wp.array | None = None  # vec3 [N], world frame (m/s^2); per env, read every step
+    foot_body: wp.array | None = _device("int32", 1, "[F] body of each foot sphere", optional=True)
+    foot_offset: wp.array | None = _device("vec3", 1, "[F] sphere centre in the body frame (m)", optional=True)
+    foot_radius: wp.array | None = _device("scalar", 1, "[F] sphere radius (m)", optional=True)
+    foot_path_start: wp.array | None = _device("int32", 1, "[F+1] foot f's DOFs, leaf to root (descending), are "
+                                                           "foot_path[foot_path_start[f]:foot_path_start[f+1]]",
+                                               optional=True)
+    foot_path: wp.array | None = _device("int32", 1, "see foot_path_start", optional=True)
+    gravity: wp.array | None = _device("vec3", 1, "[N] world frame (m/s^2); per env, read every step", optional=True)
     fixed_base: bool = False  # base welded to the world (for fixed-base checks such as pendulums)
     default_joint_pos: np.ndarray = field(default_factory=lambda: np.zeros(0))
     # terrain (shared by all envs; flat by default, :mod:`.terrain`) and collision bodies (:mod:`.body_contacts`)
     terrain: TerrainData | None = None
     collision: CollisionData | None = None
 
+    def __setattr__(self, name: str, value) -> None:
+        object.__setattr__(self, name, value)
+        self.__dict__.pop("_arrays", None)  # the kernels' struct is rebuilt from the new field on next use
+
+    @property
+    def arrays(self):
+        """Every device array of the model, plus ``fixed_base`` (int), the terrain (``terrain_kind`` 0 flat / 1
+        height field, ``terrain_heights``, ``terrain_grid``) and the collision capsules (``collision_<name>`` for
+        the arrays of :class:`~.body_contacts.CollisionData`), as one Warp struct: the ``# Model`` argument of the
+        simulator's kernels (built once per model, and again after a field is assigned)."""
+        arrays = self.__dict__.get("_arrays")
+        if arrays is None:
+            arrays = model_struct_type(self.dtype)()
+            for f in _DEVICE_FIELDS:
+                value = getattr(self, f.name)
+                if value is not None:
+                    setattr(arrays, f.name, value)
+            if self.collision is not None:
+                for f in _COLLISION_FIELDS:
+                    setattr(arrays, f"collision_{f.name}", getattr(self.collision, f.name))
+            kind, heights, grid = terrain_inputs(self)
+            arrays.fixed_base = int(self.fixed_base)
+            arrays.terrain_kind = kind
+            arrays.terrain_heights = heights
+            arrays.terrain_grid = grid
+            self.__dict__["_arrays"] = arrays
+        return arrays
+
     @property
     def nq(self) -> int:
-        return 7 + self.num_joints
+        return BASE_COORDS + self.num_joints
 
     @property
     def nv(self) -> int:
-        return 6 + self.num_joints
+        return BASE_DOFS + self.num_joints
 
     @property
     def num_feet(self) -> int:
@@ -113,7 +158,7 @@ class Model:
         q = np.zeros((self.num_envs, self.nq), dtype=self.np_dtype)
         q[:, 2] = self.robot.default_base_height if base_height is None else base_height
         q[:, 3] = 1.0
-        q[:, 7:] = self.default_joint_pos
+        q[:, BASE_COORDS:] = self.default_joint_pos
         return q
 
     def parameter_arrays(self) -> dict[str, wp.array]:
@@ -121,9 +166,19 @@ class Model:
         them at every step, so a write takes effect at the next step."""
         return {name: getattr(self, name) for name in RANDOMIZABLE}
 
+    def parameter_grads(self, stage: str):
+        """The gradient arrays of the differentiable parameters (:data:`RANDOMIZABLE`) as one Warp struct, for a
+        reverse kernel of ``stage`` to accumulate into: each parameter's gradient array, or a scratch stand-in
+        where it has none (nobody asked for that gradient)."""
+        grads = parameter_grads_type(self.dtype)()
+        for name in DIFFERENTIABLE:
+            setattr(grads, name, input_grad(f"{stage}.{name}", getattr(self, name)))
+        return grads
+
     def with_parameters(self, arrays: dict[str, wp.array]) -> "Model":
         """A shallow copy of the model with some per-env parameter arrays replaced (same shapes and dtypes):
-        how one step runs with parameters that are not the model's own (e.g. a task's randomised tensors)."""
+        how one step runs with parameters that are not the model's own (e.g. a task's randomised tensors). The
+        model itself when every array given is already its own."""
         for name, array in arrays.items():
             if name not in RANDOMIZABLE:
                 raise KeyError(f"'{name}' is not a per-env model parameter: use one of {tuple(RANDOMIZABLE)}")
@@ -131,7 +186,35 @@ class Model:
             if tuple(array.shape) != tuple(own.shape) or array.dtype != own.dtype:
                 raise ValueError(f"parameter '{name}': expected shape {tuple(own.shape)} of {own.dtype.__name__}, "
                                  f"got {tuple(array.shape)} of {array.dtype.__name__}")
+        if all(array is getattr(self, name) for name, array in arrays.items()):
+            return self  # nothing replaced: the same model (and its kernels' struct)
         return dataclasses.replace(self, **arrays)
+
+
+@functools.cache
+def parameter_grads_type(dtype) -> type:
+    """The Warp struct of :meth:`Model.parameter_grads` in precision ``dtype``."""
+    declared = {f.name: f.metadata for f in _DEVICE_FIELDS}
+    fields = {name: wp.array(dtype=element_type(dtype, declared[name]["element"]), ndim=declared[name]["ndim"])
+              for name in DIFFERENTIABLE}
+    return warp_struct(f"ParameterGrads{'64' if dtype == wp.float64 else '32'}", __name__, fields)
+
+
+_DEVICE_FIELDS = tuple(f for f in dataclasses.fields(Model) if "element" in f.metadata)
+_COLLISION_FIELDS = tuple(f for f in dataclasses.fields(CollisionData) if "element" in f.metadata)
+
+
+@functools.cache
+def model_struct_type(dtype) -> type:
+    """The Warp struct of :attr:`Model.arrays` in precision ``dtype`` (from the field declarations)."""
+    fields = {f.name: wp.array(dtype=element_type(dtype, f.metadata["element"]), ndim=f.metadata["ndim"])
+              for f in _DEVICE_FIELDS}
+    fields.update(fixed_base=wp.int32, terrain_kind=wp.int32, terrain_heights=wp.array2d(dtype=dtype),
+                  terrain_grid=element_type(dtype, "vec4"))
+    for f in _COLLISION_FIELDS:
+        fields[f"collision_{f.name}"] = wp.array(dtype=element_type(dtype, f.metadata["element"]),
+                                                 ndim=f.metadata["ndim"])
+    return warp_struct(f"ModelArrays{'64' if dtype == wp.float64 else '32'}", __name__, fields)
 
 
 #: Per-env model arrays that domain randomisation may write, with whether gradients flow to them
@@ -153,6 +236,9 @@ RANDOMIZABLE: dict[str, bool] = {
     "joint_armature": False,
     "joint_friction_damping": False,
 }
+
+#: The parameters gradients flow to.
+DIFFERENTIABLE = tuple(name for name, differentiable in RANDOMIZABLE.items() if differentiable)
 
 
 def build_model(
@@ -192,8 +278,9 @@ def build_model(
             chain.append(int(a))
             a = parent[a]
         ancestors.append(chain)
-    dof_parent = np.array([-1, 0, 1, 2, 3, 4] + [5 + int(parent[b]) if parent[b] > 0 else 5 for b in range(1, nb)],
-                          dtype=np.int32)
+    base_chain = list(range(-1, BASE_DOFS - 1))  # base DOF k hangs from k - 1
+    joint_parents = [dof_of_body(int(parent[b])) if parent[b] > 0 else BASE_DOFS - 1 for b in range(1, nb)]
+    dof_parent = np.array(base_chain + joint_parents, dtype=np.int32)
     anc_start, anc_idx = _csr(ancestors)
 
     def arr(values, wtype, shape=None):
@@ -221,9 +308,9 @@ def build_model(
             b = robot.body_index(f.body)
             chain = []
             while b > 0:
-                chain.append(5 + b)
+                chain.append(dof_of_body(int(b)))
                 b = parent[b]
-            paths.append(chain + [5, 4, 3, 2, 1, 0])
+            paths.append(chain + list(range(BASE_DOFS - 1, -1, -1)))
         path_start, path_flat = _csr(paths)
         foot_kwargs = dict(
             foot_path_start=wp.array(path_start, dtype=wp.int32, device=device),

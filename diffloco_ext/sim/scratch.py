@@ -11,6 +11,10 @@ GPU the launches of one stream run in order.
 import warp as wp
 
 _POOL: dict[tuple, wp.array] = {}
+#: Incremented by :func:`clear_scratch` (recorded step replays that may point into the pool are keyed on it).
+GENERATION = [0]
+#: Stage-data groups in scratch memory (:meth:`~.stage_data.StageData.scratch`), by call site, sizes and device.
+GROUP_POOL: dict[tuple, object] = {}
 
 
 def scratch_array(site: str, shape: tuple[int, ...], dtype, device, zero: bool = True) -> wp.array:
@@ -27,5 +31,7 @@ def scratch_array(site: str, shape: tuple[int, ...], dtype, device, zero: bool =
 
 
 def clear_scratch() -> None:
-    """Free every scratch array."""
+    """Free every scratch array and group."""
     _POOL.clear()
+    GROUP_POOL.clear()
+    GENERATION[0] += 1

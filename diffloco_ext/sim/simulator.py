@@ -1,28 +1,32 @@
 """The Moreau time step as a pipeline of stages, and the ``Simulator`` that runs it.
 
-One step of length ``dt`` (paper A, see ``shared/notes/paper.md``)::
+One step of length ``dt`` (paper A, see ``shared/notes/paper.md``), each line one stage (module) writing its
+own group of :class:`~.step_data.StepData`::
 
     q_M = q_A + dt/2 u_A                              half step to the midpoint        (integrator)
-    kinematics, H(q_M), bias(q_M, u_A)                kinematics, CRBA, RNEA           (kinematics, mass_matrix, bias_forces)
+    poses, motion subspace, body velocities at q_M    kinematics                       (kinematics)
+    H(q_M), bias(q_M, u_A)                            CRBA, RNEA                       (mass_matrix, bias_forces)
     tau_A, b = PD/DC-motor(q_M, u_A, control, H_jj)   actuation: branch, step impulse  (actuators)
-    H' = H + dt diag(0, b)                            implicit speed line of the drives
-    L = chol(H'); du = H'^-1 dt (tau_A - bias)        factor and solve                 (cholesky)
-    gap, J(q_M); u_free = u_A + du; c = J u_free      contact candidates, velocities   (contact, contact_velocity)
-    G = J H^-1 J^T                                    Delassus matrix                  (delassus)
-    P = PGS(G, c) (soft: with compliance)             impulses (smoothed/hard/soft)    (gauss_seidel)
-    u_E = u_free + H'^-1 J^T P  (no contact: u_A + du) velocity update                 (delassus; integrator)
+    L = chol(H + dt diag(0, b)); du = H'^-1 rhs       factor and solve (implicit speed line of the drives)  (cholesky)
+    gap, frame, J at q_M                              contact candidates               (contact)
+    u_free = u_A + du; c = J u_free                   contact-point velocities         (contact_velocity)
+    G = J H'^-1 J^T                                   Delassus matrix                  (delassus)
+    P = PGS(G, c) (soft: with compliance); force      impulses (smoothed/hard/soft)    (gauss_seidel)
+    u_E = u_free + H'^-1 J^T P  (no contact: u_A + du) velocity update                 (impulse_response; integrator)
     tau = tau_A - b (u_E - u_A)                       torque applied over the step     (actuators)
     q_E = q_A + dt/2 (u_A + u_E)                      trapezoidal position update      (integrator)
     flag and hold diverged environments               divergence guard                 (divergence)
                                                       (also those with non-finite control inputs)
 
-Every stage has a hand-written reverse pass recorded with ``Tape.record_func``, except a few small kernels left
-to Warp's automatic adjoint (base orientation, contact geometry, position update); temporaries of
-the reverse passes come from :mod:`.scratch`.
+Every stage has the signature ``stage(model, inputs..., outputs, tape)`` and, except a few small kernels left to
+Warp's automatic adjoint (base orientation, contact geometry, position update), a hand-written reverse pass
+recorded with ``Tape.record_func`` (:func:`~.adjoint.launch_stage`); temporaries of the reverse passes come from
+:mod:`.scratch`.
 
 ``step(state_in, control, state_out)`` never mutates ``state_in``. With a ``wp.Tape`` every intermediate is a
 fresh array kept for the backward pass (values only: gradient arrays are attached, from memory shared by all
-steps, when the tape reverses the step); without one, buffers are reused.
+steps, when the tape reverses the step); without one, buffers are reused, and a step on arrays it has seen
+before is replayed from a recorded graph (:mod:`.replay`; CPU only).
 """
 
 from dataclasses import dataclass
@@ -34,19 +38,21 @@ from .actuators import actuation, applied_torque
 from .bias_forces import bias_forces
 from .body_contacts import body_gaps
 from .cholesky import factor_and_solve
-from .delassus import delassus, impulse_response
-from .gauss_seidel import projected_gauss_seidel
-from .contact import ContactParams, contact_force, contact_kernels
+from .contact import ContactParams, contact_geometry
 from .contact_velocity import contact_velocity
+from .delassus import delassus
 from .divergence import accumulate_any, divergence_guard
-from .integrator import accumulate_mean, add_velocity, integrator_kernels
 from .foot_kinematics import foot_kinematics
-from .kinematics import body_velocities, forward_kinematics
+from .gauss_seidel import projected_gauss_seidel
+from .impulse_response import impulse_response
+from .integrator import accumulate_mean, add_velocity, integrate_positions
+from .kinematics import kinematics
 from .mass_matrix import mass_matrix
 from .model import Model
+from .replay import StepReplays
+from .scratch import GENERATION
 from .state import Control, State
 from .step_data import StepData
-from .terrain import terrain_inputs
 from .warp_setup import warp_types
 
 
@@ -110,14 +116,10 @@ class Simulator:
         if report_body_gaps and model.collision is None:
             raise ValueError(f"report_body_gaps needs collision shapes; robot '{model.robot.name}' has none")
         self.report_body_gaps = bool(report_body_gaps)
-        d = model.dtype
-        self._integrate = integrator_kernels(d)[0]
-        if model.num_feet > 0:
-            self._contact_geometry = contact_kernels(d)[0]
         self._buffers: StepData | None = None
         self._buffer_key = None
         self._substates: tuple[State, State] | None = None
-        self._scalar = d
+        self._replays = StepReplays()
 
     @classmethod
     def from_cfg(cls, model: Model, cfg) -> "Simulator":
@@ -224,20 +226,30 @@ class Simulator:
                 if array.grad is None:
                     raise ValueError(f"a taped step needs gradient arrays on state_out.{name} (make it with "
                                      f"empty_state(requires_grad=True)): without them no gradient flows back")
-            data = StepData.allocate(m, requires_grad=False, contact=self.contact)
-            with tape:
-                self._run(m, state_in, control, state_out, data, tape)
+            data = self._allocate(m)
+            self._run(m, state_in, control, state_out, data, tape)
             # runs first in the backward pass: the step's gradient arrays exist only while it is reversed
             tape.record_func(backward=data.attach_gradients, arrays=[])
         else:
-            key = (self.contact.mode != "none", self.contact.iterations)
+            key = (self.contact.mode != "none", self.contact.iterations, self.report_body_gaps)
             if self._buffers is None or self._buffer_key != key:
-                self._buffers = StepData.allocate(m, requires_grad=False, contact=self.contact)
+                self._buffers = self._allocate(m)
                 self._buffer_key = key
             data = self._buffers
-            data.zero_accumulators()
-            self._run(m, state_in, control, state_out, data, None)
+
+            def run() -> None:
+                data.zero_accumulators()
+                self._run(m, state_in, control, state_out, data, None)
+
+            arrays = (m.arrays, state_in.q, state_in.u, control.joint_target, control.joint_torque, state_out.q,
+                      state_out.u, data)
+            settings = (self.dt, self.max_speed, self.max_distance, self.report_body_gaps, GENERATION[0],
+                        *vars(self.contact).values())
+            self._replays.run((*map(id, arrays), *settings), arrays, m.device, run)
         return data
+
+    def _allocate(self, m: Model) -> StepData:
+        return StepData.allocate(m, requires_grad=False, contact=self.contact, body_gaps=self.report_body_gaps)
 
     def advance(self, state_in: State, control: Control, state_out: State, substeps: int | None = None,
                 tape: wp.Tape | None = None, model: Model | None = None) -> PolicyStepData:
@@ -285,52 +297,39 @@ class Simulator:
                               joint_torque=torque_mean,
                               diverged=diverged)
 
-    def _launch(self, kernel, dim, inputs) -> None:
-        wp.launch(kernel, dim=dim, inputs=inputs, device=self.model.device)
-
     def _run(self, m: Model, s: State, c: Control, out: State, d: StepData, tape: wp.Tape | None) -> None:
-        N = m.num_envs
-        dt = self._scalar(self.dt)
-        launch = self._launch
-        launch(self._integrate, N, [s.q, s.u, s.u, self._scalar(0.5 * self.dt), d.q_mid])
+        """The Moreau step (module docstring) from ``s`` under ``c`` into ``out``, intermediates in ``d``."""
+        dt = self.dt
+        integrate_positions(m, s.q, s.u, s.u, 0.5 * dt, d.q_mid, tape)
         self._dynamics(m, d.q_mid, s.u, d, tape)
-        actuation(m, d.q_mid, s.u, c, d.bias, d.H, self.dt, d.drive_branch, d.tau_start, d.implicit_damping, d.rhs,
-                  d.invalid_control, tape)
-        factor_and_solve(d.H, m.dof_parent, d.L, d.rhs, d.du, tape, shift=d.implicit_damping, shift_scale=self.dt)
+        actuation(m, d.q_mid, s.u, c, d.bias_forces, d.mass, dt, d.actuation, tape)
+        factor_and_solve(m, d.mass, d.actuation, dt, d.solve, tape)
         if d.contact is None:
-            add_velocity(s.u, d.du, d.u_new, tape)
+            add_velocity(m, s.u, d.solve, d.integration, tape)
         else:
             self._contact_impulses(m, s, d, tape)
-        applied_torque(d.tau_start, d.implicit_damping, s.u, d.u_new, d.tau, tape)
-        launch(self._integrate, N, [s.q, s.u, d.u_new, dt, d.q_new])
-        divergence_guard(d.q_new, d.u_new, s.q, s.u, self.max_speed, self.max_distance, d.diverged, out.q, out.u,
-                         tape, invalid=d.invalid_control)
+        applied_torque(m, s.u, d.u_new, d.actuation, tape)
+        integrate_positions(m, s.q, s.u, d.u_new, dt, d.q_new, tape)
+        divergence_guard(m, s.q, s.u, d.integration, d.actuation, self.max_speed, self.max_distance, d.guard, out.q,
+                         out.u, tape)
         if self.report_body_gaps:
-            d.body_gap = body_gaps(m, out.q, out=d.body_gap if tape is None else None)
+            body_gaps(m, out.q, out=d.body_gap)
 
     def _contact_impulses(self, m: Model, s: State, d: StepData, tape: wp.Tape | None) -> None:
         """Contact geometry at the midpoint, Delassus matrix, impulses and the velocity after them (``d.u_new``)."""
-        p, cd = self.contact, d.contact
-        N, F = m.num_envs, m.num_feet
-        self._launch(self._contact_geometry, (N, F), [
-            d.q_mid, d.kin.body_rot, d.kin.body_pos, d.kin.dof_ang, d.kin.dof_lin, m.foot_body, m.foot_offset,
-            m.foot_radius, m.ancestor_start, m.ancestor_index, m.ground_height, *terrain_inputs(m), cd.gap, cd.frame,
-            cd.J])
-        contact_velocity(s.u, d.du, cd.J, m.foot_path_start, m.foot_path, cd.u_free, cd.c, tape)
-        delassus(d.H, d.L, m.dof_parent, m.foot_path_start, m.foot_path, cd.J, cd.W, cd.G, tape)
-        projected_gauss_seidel(m, p, self.dt, cd.G, cd.c, cd.gap, cd.weight, cd.target, cd.history, cd.residual,
-                               cd.impulse, tape)
-        impulse_response(d.H, d.L, m.dof_parent, m.foot_path_start, m.foot_path, cd.J, cd.W, cd.impulse,
-                         cd.u_free, cd.du_contact, d.u_new, tape)
-        contact_force(cd.impulse, cd.frame, self.dt, cd.force, tape)
+        c = d.contact
+        contact_geometry(m, d.q_mid, d.kin, c.geometry, tape)
+        contact_velocity(m, s.u, d.solve, c.geometry, c.velocity, tape)
+        delassus(m, d.mass, d.solve, c.geometry, c.delassus, tape)
+        projected_gauss_seidel(m, self.contact, self.dt, c.geometry, c.velocity, c.delassus, c.solution, tape)
+        impulse_response(m, d.mass, d.solve, c.geometry, c.velocity, c.delassus, c.solution, c.response,
+                         d.integration, tape)
 
     def _dynamics(self, m: Model, q: wp.array, u: wp.array, d: StepData, tape: wp.Tape | None = None) -> None:
         """Kinematics, H (CRBA) and bias forces (RNEA) at ``(q, u)`` into ``d`` (accumulators zeroed)."""
-        k = d.kin
-        forward_kinematics(m, q, k, tape)
-        body_velocities(m, u, k, tape)
-        mass_matrix(m, k, d, tape)
-        bias_forces(m, u, k, d, tape)
+        kinematics(m, q, u, d.kin, tape)
+        mass_matrix(m, d.kin, d.mass, tape)
+        bias_forces(m, u, d.kin, d.mass, d.bias_forces, tape)
 
     # -- queries, for tasks, tests and tools ---------------------------------------------------------------
     def dynamics_terms(self, q: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

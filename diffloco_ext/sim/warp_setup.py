@@ -72,3 +72,26 @@ def warp_types(dtype) -> WarpTypes:
         mat33=wp.types.matrix((3, 3), dtype),
         quat=wp.types.quaternion(dtype),
     )
+
+
+#: Element types of the arrays the simulator declares by metadata (stage intermediates, model arrays).
+ELEMENTS = ("scalar", "vec3", "mat33", "vec4", "int32")
+
+
+@functools.cache
+def element_type(dtype, element: str) -> type:
+    """The Warp type of an array element named ``element`` (:data:`ELEMENTS`) in precision ``dtype``."""
+    t = warp_types(dtype)
+    types = {"scalar": dtype, "vec3": t.vec3, "mat33": t.mat33, "vec4": wp.types.vector(4, dtype), "int32": wp.int32}
+    if element not in types:
+        raise ValueError(f"unknown element type '{element}': use one of {ELEMENTS}")
+    return types[element]
+
+
+def warp_struct(name: str, module: str, fields: dict[str, type]) -> type:
+    """A ``wp.struct`` named ``name`` (in Python module ``module``) with the given field types, built from a
+    declaration instead of written out: the kernels of a stage and of its reverse take one such struct per group of
+    arrays, so their argument lists are declared once (by the metadata the struct is built from)."""
+    cls = type(name, (), {"__annotations__": dict(fields), "__module__": module, "__qualname__": name,
+                          "__doc__": f"Warp struct of {name}: fields {', '.join(fields)}."})
+    return wp.struct(cls)

@@ -11,7 +11,10 @@ import warp as wp
 from diffloco_ext.assets import get_robot
 from diffloco_ext.sim import build_model
 from diffloco_ext.sim import actuators as A
-from diffloco_ext.sim.actuators import actuation
+from diffloco_ext.sim.actuators import ActuationData, actuation
+from diffloco_ext.sim.bias_forces import BiasForceData
+from diffloco_ext.sim.mass_matrix import MassMatrixData
+from diffloco_ext.sim.stage_data import Sizes
 from diffloco_ext.sim.state import Control
 
 N = 48
@@ -37,19 +40,21 @@ def problem():
 
 
 def run(model, values, weights, tape=None):
+    """The actuation stage at the given state, control, bias forces and mass matrix; returns the weighted loss of
+    ``rhs`` and ``tau_start``, the input arrays, ``(tau_start, branch, slope)`` and ``rhs``."""
     grad = tape is not None
-    arrays = {k: wp.array(v, dtype=wp.float64, requires_grad=grad) for k, v in values.items()}
-    n = model.num_joints
-    tau = wp.zeros((N, n), dtype=wp.float64, requires_grad=grad)
-    rhs = wp.zeros((N, model.nv, 1), dtype=wp.float64, requires_grad=grad)
-    branch = wp.zeros((N, n), dtype=wp.int32)
-    slope = wp.zeros((N, n), dtype=wp.float64)
-    invalid = wp.zeros(N, dtype=wp.int32)
+    arrays = {k: wp.array(values[k], dtype=wp.float64, requires_grad=grad) for k in ("q", "u", "target", "ff")}
+    sizes = Sizes.of(model)
+    bias = BiasForceData.allocate(model, sizes, requires_grad=grad)
+    mass = MassMatrixData.allocate(model, sizes, requires_grad=grad)
+    act = ActuationData.allocate(model, sizes, requires_grad=grad)
+    bias.bias.assign(values["bias"])
+    mass.H.assign(values["H"])
+    arrays["bias"] = bias.bias
     control = Control(joint_target=arrays["target"], joint_torque=arrays["ff"])
-    actuation(model, arrays["q"], arrays["u"], control, arrays["bias"], arrays["H"], DT, branch, tau, slope, rhs,
-              invalid, tape)
-    loss = float((rhs.numpy() * weights[0]).sum() + (tau.numpy() * weights[1]).sum())
-    return loss, arrays, (tau, branch, slope), rhs
+    actuation(model, arrays["q"], arrays["u"], control, bias, mass, DT, act, tape)
+    loss = float((act.rhs.numpy() * weights[0]).sum() + (act.tau_start.numpy() * weights[1]).sum())
+    return loss, arrays, (act.tau_start, act.drive_branch, act.implicit_damping), act.rhs
 
 
 def test_every_envelope_branch_is_exercised(problem):

@@ -194,7 +194,9 @@ def test_per_env_drive_arrays_take_effect_after_construction():
 
 
 def _window_gradients(contact: str, num_envs: int = 8, steps: int = 32, seed: int = 0) -> np.ndarray:
-    """|d loss / d targets| over a 32-step window from sane states with random targets across the joint range."""
+    """|d loss / d targets| over a 32-step window from sane states (joints within 0.2 rad of the default pose,
+    velocities ~0.2) with one random target per joint, uniform across its whole range, held for the window (so
+    drives run saturated into their speed line for many steps, feet striking the ground)."""
     robot = get_robot("anymal_d")
     sim = anymal(num_envs, contact)
     bridge = TorchSimulator(sim)
@@ -205,9 +207,8 @@ def _window_gradients(contact: str, num_envs: int = 8, steps: int = 32, seed: in
     u = torch.tensor(rng.normal(scale=0.2, size=(num_envs, m.nv)))
     lower = np.array([j.lower for j in robot.joints])
     upper = np.array([j.upper for j in robot.joints])
-    lo = np.maximum(lower, m.default_joint_pos - 1.5)
-    hi = np.minimum(upper, m.default_joint_pos + 1.5)
-    targets = torch.tensor(rng.uniform(lo, hi, (steps, num_envs, 12)), requires_grad=True)
+    held = rng.uniform(lower, upper, (1, num_envs, 12))
+    targets = torch.tensor(np.repeat(held, steps, axis=0), requires_grad=True)
     wq = torch.tensor(rng.normal(size=(num_envs, m.nq)))
     wu = torch.tensor(rng.normal(size=(num_envs, m.nv)))
     total = 0.0
@@ -219,8 +220,15 @@ def _window_gradients(contact: str, num_envs: int = 8, steps: int = 32, seed: in
     return targets.grad.abs().numpy()
 
 
-@pytest.mark.parametrize("contact", ["none", "smoothed"])
-def test_gradients_of_32_step_windows_stay_bounded(contact):
-    grads = _window_gradients(contact)
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_gradients_of_32_step_windows_stay_bounded(seed):
+    """No gradient above 1e6 in 32-step windows with smoothed contact and held targets across the joint range.
+    The explicit envelope (the drive's speed line at the start velocity, before commit b7fad50) failed every one
+    of these windows: max 6.2e11, 3.6e10, 1.6e16, 2.2e12 (1.8-6.4 % of the gradients above 1e6; seeds 4-7: 7.6e4,
+    4.2e9, 5.8e9, 1.1e8). With the implicit speed line: max 3.0e2, 3.9e1, 4.0e3, 6.3e2 (seeds 4-7 at most 2.7e3)."""
+    grads = _window_gradients("smoothed", seed=seed)
     assert np.isfinite(grads).all()
+    print(f"seed {seed}: |d loss / d target| percentiles 50/90/99/100:",
+          np.array2string(np.percentile(grads, [50, 90, 99, 100]), precision=2))
+    assert np.abs(grads).max() > 1.0  # not vacuous: the targets move the state
     assert grads.max() < 1e6, np.percentile(grads, [50, 90, 99, 100])

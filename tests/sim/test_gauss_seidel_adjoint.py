@@ -6,15 +6,19 @@ Random Delassus matrices, free velocities, gaps and friction coefficients chosen
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+import functools
 
 import numpy as np
 import pytest
 import warp as wp
 
-from diffloco_ext.sim.contact import ContactParams
-from diffloco_ext.sim.gauss_seidel import projected_gauss_seidel
-from diffloco_ext.sim.warp_setup import warp_types
+from diffloco_ext.assets import get_robot
+from diffloco_ext.sim import build_model
+from diffloco_ext.sim.contact import ContactGeometryData, ContactParams
+from diffloco_ext.sim.contact_velocity import ContactVelocityData
+from diffloco_ext.sim.delassus import DelassusData
+from diffloco_ext.sim.gauss_seidel import GaussSeidelData, projected_gauss_seidel
+from diffloco_ext.sim.stage_data import Sizes
 
 N, F = 6, 4
 C = 3 * F
@@ -30,24 +34,47 @@ def problem(rng):
     return G, c, gap, mu
 
 
+@functools.cache
+def _model(grad: bool):
+    """An ANYmal D model (four feet) whose friction the problems set; with ``grad``, its parameters take gradients."""
+    return build_model(get_robot("anymal_d"), N, dtype="float64", requires_grad=grad)
+
+
 def solve(params, G, c, gap, mu, weights, tape=None):
-    dtype = wp.float64
-    vec3 = warp_types(dtype).vec3
+    """The solve stage on the given Delassus matrices, contact-point velocities, gaps and friction coefficients."""
     grad = tape is not None
-    arrays = dict(
-        G=wp.array(G, dtype=dtype, requires_grad=grad), c=wp.array(c, dtype=dtype, requires_grad=grad),
-        gap=wp.array(gap, dtype=dtype, requires_grad=grad),
-    )
-    model = SimpleNamespace(dtype=dtype, num_envs=N, num_feet=F, device="cpu",
-                            friction=wp.array(mu, dtype=dtype, requires_grad=grad))
-    out = dict(weight=wp.zeros((N, F), dtype=dtype), target=wp.zeros((N, F), dtype=vec3),
-               history=wp.zeros((N, params.iterations + 1, F), dtype=vec3),
-               residual=wp.zeros((N, params.iterations, F), dtype=vec3),
-               impulse=wp.zeros((N, C, 1), dtype=dtype, requires_grad=grad))
-    projected_gauss_seidel(model, params, 0.005, arrays["G"], arrays["c"], arrays["gap"], out["weight"],
-                           out["target"], out["history"], out["residual"], out["impulse"], tape)
-    value = float((out["impulse"].numpy() * weights).sum())
-    return value, arrays, model, out
+    model = _model(grad)
+    model.friction.assign(mu)
+    if grad:
+        model.friction.grad.zero_()
+    sizes = Sizes.of(model, params)
+    geometry, velocity, delassus, solution = (group.allocate(model, sizes, requires_grad=grad) for group in (
+        ContactGeometryData, ContactVelocityData, DelassusData, GaussSeidelData))
+    geometry.gap.assign(gap)
+    geometry.frame.assign(np.broadcast_to(np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]),
+                                          (N, F, 3, 3)).copy())  # flat ground's frames (the forces read them)
+    velocity.c.assign(c)
+    delassus.G.assign(G)
+    projected_gauss_seidel(model, params, 0.005, geometry, velocity, delassus, solution, tape)
+    value = float((solution.impulse.numpy() * weights).sum())
+    arrays = dict(G=delassus.G, c=velocity.c, gap=geometry.gap)
+    return value, arrays, model, dict(impulse=solution.impulse, history=solution.history)
+
+
+def central_differences(x: np.ndarray, idx: np.ndarray, loss, eps: float = 1e-7) -> np.ndarray:
+    """Central differences of ``loss()`` w.r.t. the entries ``idx`` of the flattened array ``x`` (changed in place
+    and restored)."""
+    flat = x.reshape(-1)
+    fd = []
+    for i in idx:
+        old = flat[i]
+        flat[i] = old + eps
+        plus = loss()
+        flat[i] = old - eps
+        minus = loss()
+        flat[i] = old
+        fd.append((plus - minus) / (2 * eps))
+    return np.array(fd)
 
 
 @pytest.mark.parametrize("iterations", [10, 2])  # 2: far from converged, so the step sizes matter too
@@ -68,21 +95,10 @@ def test_reverse_sweep_matches_finite_differences(mode, iterations):
     hist = out["history"].numpy()[:, -1]
     on_cone = np.abs(np.linalg.norm(hist[..., 1:], axis=-1) - mu[:, None] * hist[..., 0]) < 1e-9
     assert on_cone[hist[..., 0] > 0].any()
-    eps = 1e-7
     inputs = {"G": G, "c": c, "gap": gap, "mu": mu}
     for name, x in inputs.items():
-        flat = x.reshape(-1)
-        idx = rng.choice(flat.size, size=min(40, flat.size), replace=False)
-        fd = []
-        for i in idx:
-            old = flat[i]
-            flat[i] = old + eps
-            plus = solve(params, G, c, gap, mu, weights)[0]
-            flat[i] = old - eps
-            minus = solve(params, G, c, gap, mu, weights)[0]
-            flat[i] = old
-            fd.append((plus - minus) / (2 * eps))
-        fd = np.array(fd)
+        idx = rng.choice(x.size, size=min(40, x.size), replace=False)
+        fd = central_differences(x, idx, lambda: solve(params, G, c, gap, mu, weights)[0])
         got = analytic[name].reshape(-1)[idx]
         scale = max(np.abs(fd).max(), 1e-8)
         assert np.abs(got - fd).max() <= 1e-5 * scale + 1e-9, f"{mode}/{name}: {np.abs(got - fd).max():.2e} vs {scale:.2e}"

@@ -14,7 +14,7 @@ from diffloco_ext.assets import get_robot
 from diffloco_ext.sim import Simulator, build_model
 from diffloco_ext.sim.config import SimCfg
 from diffloco_ext.sim.contact import ContactParams
-from diffloco_ext.sim.integrator import add_velocity
+from diffloco_ext.sim.step_data import StepData
 from diffloco_ext.sim.torch_bridge import TorchSimulator
 
 from .test_contact_gradients import standing_state
@@ -107,6 +107,50 @@ def test_switching_contact_mode_reallocates_reused_buffers(robot, standing):
     torch.testing.assert_close(plain.q, bridge.step(q, u, target.clone().requires_grad_()).q.detach(), rtol=0, atol=1e-12)
 
 
+def test_replayed_steps_equal_plain_steps_and_see_every_change(robot, standing):
+    """Untaped steps on the same arrays are recorded as a graph and replayed (``replay.py``): every result equals a
+    step of a fresh simulator (which runs its first step plainly) to the bit, while array contents (joint targets,
+    masses, gravity) and settings (kappa, dt, the guard) change between the steps."""
+    model = build_model(robot, N, dtype="float64", friction=0.8)
+    sim = Simulator(model, dt=0.005, contact="smoothed")
+    q, u, target = (x.numpy() for x in _inputs(robot, standing))
+    s0, s1, control = sim.state(q, u), sim.empty_state(), sim.control(target)
+
+    def check(label, control=control):
+        out = sim.step(s0, control, s1)
+        fresh = Simulator(model, dt=sim.dt, contact=dataclasses.replace(sim.contact), max_speed=sim.max_speed)
+        ref_out = fresh.empty_state()
+        ref = fresh.step(s0, control, ref_out)
+        np.testing.assert_array_equal(s1.q.numpy(), ref_out.q.numpy(), err_msg=label)
+        np.testing.assert_array_equal(out.contact.force.numpy(), ref.contact.force.numpy(), err_msg=label)
+        return s1.q.numpy().copy()
+
+    first = check("first (plain)")
+    check("second (recorded)")
+    assert len(sim._replays._graphs) == 1
+    np.testing.assert_array_equal(check("third (replayed)"), first)
+
+    def change(label, apply):  # each change is checked twice: first seen, then recorded (so the next one
+        apply()                # would replay a stale recording if the key missed it)
+        check(label)
+        return check(f"{label}, recorded")
+
+    assert np.abs(change("new joint targets", lambda: control.joint_target.assign(target + 0.3)) - first).max() > 1e-6
+    # another joint-target array (the same torque array): its own recording
+    other = dataclasses.replace(control, joint_target=sim.control(target - 0.2).joint_target)
+    check("other control arrays", other)
+    check("other control arrays, recorded", other)
+    mass, gravity = model.body_mass.numpy(), model.gravity.numpy()
+    change("heavier bodies", lambda: model.body_mass.assign(mass * 1.5))
+    change("half gravity", lambda: model.gravity.assign(gravity * 0.5))
+    change("kappa", lambda: setattr(sim.contact, "kappa", 100.0))
+    change("iterations", lambda: setattr(sim.contact, "iterations", 4))
+    change("dt", lambda: setattr(sim, "dt", 0.002))
+    # every env is held: the guard's bound is baked into a recording too
+    np.testing.assert_array_equal(change("guard", lambda: setattr(sim, "max_speed", 1e-3)), s0.q.numpy())
+    assert len(sim._replays._graphs) >= 3
+
+
 # -- gradients ----------------------------------------------------------------------------------------------------
 def test_taped_step_into_a_state_without_gradient_arrays_is_an_error(robot):
     sim = Simulator(build_model(robot, N, dtype="float64"), contact="smoothed")
@@ -116,14 +160,16 @@ def test_taped_step_into_a_state_without_gradient_arrays_is_an_error(robot):
         sim.step(s0, control, sim.empty_state(), tape=wp.Tape())
 
 
-def test_a_stage_reversed_without_its_output_gradient_is_an_error():
-    """The old reverse passes returned silently (zero gradients) when an output had no gradient array."""
-    u = wp.array(np.ones((2, 3)), dtype=wp.float64, requires_grad=True)
-    du = wp.array(np.ones((2, 3, 1)), dtype=wp.float64, requires_grad=True)
-    out = wp.zeros((2, 3), dtype=wp.float64)  # no gradient array
+def test_a_stage_reversed_without_its_output_gradient_is_an_error(robot):
+    """The old reverse passes returned silently (zero gradients) when an output had no gradient array: the reverse
+    of the stage that writes ``state_out`` (the divergence guard) raises, even past ``step``'s own check."""
+    sim = Simulator(build_model(robot, N, dtype="float64"))
+    s0, out = sim.state(requires_grad=True), sim.empty_state()  # out: no gradient arrays
     tape = wp.Tape()
-    add_velocity(u, du, out, tape)
-    with pytest.raises(RuntimeError, match="output 'u_out' has no gradient array"):
+    data = StepData.allocate(sim.model)
+    sim._run(sim.model, s0, sim.control(), out, data, tape)
+    tape.record_func(backward=data.attach_gradients, arrays=[])
+    with pytest.raises(RuntimeError, match="output 'q_out' has no gradient array"):
         tape.backward()
 
 

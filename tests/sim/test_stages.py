@@ -35,7 +35,7 @@ from diffloco_ext.sim import Simulator, build_model
 from diffloco_ext.sim.contact import ContactParams
 from diffloco_ext.sim.torch_bridge import TorchSimulator
 
-from .test_gauss_seidel_adjoint import C as GS_C, N as GS_N, problem as gs_problem, solve as gs_solve
+from .test_gauss_seidel_adjoint import C as GS_C, N as GS_N, central_differences, problem as gs_problem, solve as gs_solve
 
 NUM_ENVS = 4
 DT = 0.005
@@ -253,21 +253,10 @@ def test_gauss_seidel_reverse_sweep_with_relaxation(relaxation, mode, iterations
     hist = out["history"].numpy()[:, -1]
     on_cone = np.abs(np.linalg.norm(hist[..., 1:], axis=-1) - mu[:, None] * hist[..., 0]) < 1e-9
     assert on_cone[hist[..., 0] > 0].any() and (hist[..., 0] == 0).any()
-    eps = 1e-7
     errors = {}
     for name, x in {"G": G, "c": c, "gap": gap, "mu": mu}.items():
-        flat = x.reshape(-1)
-        idx = rng.choice(flat.size, size=min(40, flat.size), replace=False)
-        fd = []
-        for i in idx:
-            old = flat[i]
-            flat[i] = old + eps
-            plus = gs_solve(params, G, c, gap, mu, weights)[0]
-            flat[i] = old - eps
-            minus = gs_solve(params, G, c, gap, mu, weights)[0]
-            flat[i] = old
-            fd.append((plus - minus) / (2 * eps))
-        fd = np.array(fd)
+        idx = rng.choice(x.size, size=min(40, x.size), replace=False)
+        fd = central_differences(x, idx, lambda: gs_solve(params, G, c, gap, mu, weights)[0])
         got = analytic[name].reshape(-1)[idx]
         scale = np.abs(fd).max()
         assert scale > 1e-6, f"{name}: finite differences vanish"
