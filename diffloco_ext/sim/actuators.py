@@ -143,7 +143,8 @@ def actuator_kernels(dtype):
             S = model.saturation_effort[e, j]
             v = model.velocity_limit[e, j]
             d = model.joint_friction_damping[e, j]
-            raw = model.joint_stiffness[e, j] * (target - inputs.q[e, q_of_joint(j)]) - model.joint_damping[e, j] * vel + ff
+            raw = model.joint_stiffness[e, j] * (target - inputs.q[e, q_of_joint(j)]) - model.joint_damping[e, j] * vel
+            raw = raw + ff
             # predictor: the joint alone ends at w(tau) = w0 + c tau
             c = dt / inputs.mass.H[e, dof, dof]
             w0 = vel + c * (-bias[e, dof] - d * vel)

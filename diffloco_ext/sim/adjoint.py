@@ -60,7 +60,7 @@ def launch_stage(stage: str, model, kernels, adjoint, inputs, outputs, tape: wp.
     inputs' gradients, the outputs' gradients and ``extra_grads()`` (called when the reverse runs: gradient
     arrays that exist only then)."""
     dim = model.num_envs if dim is None else dim
-    args = [model.arrays, inputs.values(model.dtype), outputs.values, *extra_inputs]
+    args = [model.arrays, inputs.values(model.dtype, reuse=tape is None), outputs.values, *extra_inputs]
     for kernel in kernels:
         wp.launch(kernel, dim=dim, inputs=args, device=model.device, record_tape=False)
     if tape is None:

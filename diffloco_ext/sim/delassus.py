@@ -120,9 +120,8 @@ def delassus(model, mass, solve, geometry, delassus: DelassusData, tape: wp.Tape
     """``G = J H'^-1 J^T`` [N, C, C] into ``delassus`` for the contact rows ``J`` [N, C = 3F, nv] of ``geometry``
     with the factor of ``solve``. The backward pass adds to the gradients of ``J`` and of ``mass``'s ``H``."""
     inputs = DelassusInputs(mass=mass, solve=solve, geometry=geometry)
-    wp.launch(delassus_kernel(model.dtype), dim=model.num_envs,
-              inputs=[model.arrays, inputs.values(model.dtype), delassus.values], device=model.device,
-              record_tape=False)
+    args = [model.arrays, inputs.values(model.dtype, reuse=tape is None), delassus.values]
+    wp.launch(delassus_kernel(model.dtype), dim=model.num_envs, inputs=args, device=model.device, record_tape=False)
     if tape is None:
         return
 

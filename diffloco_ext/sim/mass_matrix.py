@@ -86,9 +86,11 @@ def mass_matrix_kernels(dtype):
         """
         e = wp.tid()
         H = outputs.H
+        m0 = outputs.composite_m[e, 0]
+        h0 = outputs.composite_h[e, 0]
+        J0 = outputs.composite_J[e, 0]
         for kb in range(6):
-            nb, fb = inertia_times_motion(outputs.composite_m[e, 0], outputs.composite_h[e, 0],
-                                          outputs.composite_J[e, 0], inputs.kin.dof_ang[e, kb], inputs.kin.dof_lin[e, kb])
+            nb, fb = inertia_times_motion(m0, h0, J0, inputs.kin.dof_ang[e, kb], inputs.kin.dof_lin[e, kb])
             for lb in range(kb, 6):  # one value for both triangles: H is symmetric for any inertia given
                 if model.fixed_base == 0:
                     value = motion_dot_force(inputs.kin.dof_ang[e, lb], inputs.kin.dof_lin[e, lb], nb, fb)

@@ -68,8 +68,8 @@ class Model:
     num_joints: int
     # topology (shared)
     body_parent: wp.array = _device("int32", 1, "[B] parent body, -1 for the base")
-    ancestor_start: wp.array = _device("int32", 1, "[B+1] moving ancestors of body b (itself and the base "
-                                                   "excluded) are ancestor_index[ancestor_start[b]:ancestor_start[b+1]]")
+    ancestor_start: wp.array = _device("int32", 1, "[B+1] the moving ancestors of body b (itself and the base "
+                                                   "excluded): ancestor_index[ancestor_start[b]:ancestor_start[b+1]]")
     ancestor_index: wp.array = _device("int32", 1, "see ancestor_start")
     dof_parent: wp.array = _device("int32", 1, "[nv] the DOF each DOF hangs from (the base DOFs form a chain "
                                                "0-1-...-5), -1 for DOF 0")

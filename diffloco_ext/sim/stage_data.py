@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Callable
@@ -298,6 +299,9 @@ def stage_input(element: str | None = None, ndim: int = 0, *, group: type | None
     return field(metadata={"input": True, "element": element, "ndim": ndim, "group": group, "doc": doc})
 
 
+_INPUT_STRUCTS: dict[type, "OrderedDict[tuple, tuple]"] = {}
+
+
 class StageInputs:
     """Base of the dataclass of what one stage reads (besides the model): state arrays, other stages'
     intermediates (whole groups) and scalars, declared with :func:`stage_input`.
@@ -335,13 +339,30 @@ class StageInputs:
                 setattr(struct, f.name, pick_array(f, value))
         return struct
 
-    def values(self, dtype):
-        """The inputs as their Warp struct (scalars converted to precision ``dtype``; built once)."""
+    def values(self, dtype, reuse: bool = False):
+        """The inputs as their Warp struct (scalars converted to precision ``dtype``). With ``reuse`` (untaped
+        stages, whose groups are reused buffers), the struct of the same members (the same arrays and groups, the
+        same scalars) is built once and kept: a step on reused buffers then copies no groups into structs again (a
+        struct is passed to kernels by value, and a kept one is never changed). Taped stages do not keep theirs:
+        a kept struct holds its arrays alive."""
         values = self.__dict__.get("_values")
-        if values is None:
+        if values is None and not reuse:
             values = self.__dict__["_values"] = self._build(
-                dtype, lambda f, a: a, lambda g: g.values,
-                lambda f, x: element_type(dtype, f.metadata["element"])(x))
+                dtype, lambda f, a: a, lambda g: g.values, lambda f, x: element_type(dtype, f.metadata["element"])(x))
+        if values is None:
+            members = tuple(getattr(self, f.name) for f in dataclasses.fields(self))
+            key = (dtype, *(m if isinstance(m, (int, float)) else id(m) for m in members))
+            cache = _INPUT_STRUCTS.setdefault(type(self), OrderedDict())
+            entry = cache.get(key)
+            if entry is None:
+                struct = self._build(dtype, lambda f, a: a, lambda g: g.values,
+                                     lambda f, x: element_type(dtype, f.metadata["element"])(x))
+                entry = cache[key] = (members, struct)  # the members are kept: their ids stay theirs
+                if len(cache) > 8:
+                    cache.popitem(last=False)
+            else:
+                cache.move_to_end(key)
+            values = self.__dict__["_values"] = entry[1]
         return values
 
     def grads(self, dtype, stage: str):

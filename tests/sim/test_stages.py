@@ -35,7 +35,8 @@ from diffloco_ext.sim import Simulator, build_model
 from diffloco_ext.sim.contact import ContactParams
 from diffloco_ext.sim.torch_bridge import TorchSimulator
 
-from .test_gauss_seidel_adjoint import C as GS_C, N as GS_N, central_differences, problem as gs_problem, solve as gs_solve
+from .test_gauss_seidel_adjoint import C as GS_C, N as GS_N, central_differences
+from .test_gauss_seidel_adjoint import problem as gs_problem, solve as gs_solve
 
 NUM_ENVS = 4
 DT = 0.005
