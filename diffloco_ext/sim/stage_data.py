@@ -150,7 +150,6 @@ class StageData:
                 arrays[g.name] = g.metadata["group"].allocate(model, sizes, requires_grad)
         data = cls(**arrays)
         data._dtype = model.dtype
-        data._device = model.device
         return data
 
     @classmethod
@@ -273,8 +272,8 @@ class GradientArena:
     @staticmethod
     def of(data: StageData) -> "GradientArena":
         """The arena of ``data``'s layout, from the scratch pool (freed by :func:`~.scratch.clear_scratch`)."""
-        layout = tuple((f.name, v.shape, v.dtype) for f, v in data._arrays() if f.metadata["grad"])
-        key = ("gradient arena", type(data), layout, str(getattr(data, "_device", "")))
+        layout = tuple((f.name, v.shape, v.dtype, str(v.device)) for f, v in data._arrays() if f.metadata["grad"])
+        key = ("gradient arena", type(data), layout)
         arena = GROUP_POOL.get(key)
         if arena is None:
             arena = GROUP_POOL[key] = GradientArena(data)
