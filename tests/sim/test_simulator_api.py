@@ -112,17 +112,21 @@ def test_replayed_steps_equal_plain_steps_and_see_every_change(robot, standing):
     step of a fresh simulator (which runs its first step plainly) to the bit, while array contents (joint targets,
     masses, gravity) and settings (kappa, dt, the guard) change between the steps."""
     model = build_model(robot, N, dtype="float64", friction=0.8)
-    sim = Simulator(model, dt=0.005, contact="smoothed")
+    sim = Simulator(model, dt=0.005, contact="smoothed", report_body_gaps=True)
     q, u, target = (x.numpy() for x in _inputs(robot, standing))
     s0, s1, control = sim.state(q, u), sim.empty_state(), sim.control(target)
 
     def check(label, control=control):
         out = sim.step(s0, control, s1)
-        fresh = Simulator(model, dt=sim.dt, contact=dataclasses.replace(sim.contact), max_speed=sim.max_speed)
+        fresh = Simulator(model, dt=sim.dt, contact=dataclasses.replace(sim.contact), max_speed=sim.max_speed,
+                          report_body_gaps=True)
         ref_out = fresh.empty_state()
         ref = fresh.step(s0, control, ref_out)
         np.testing.assert_array_equal(s1.q.numpy(), ref_out.q.numpy(), err_msg=label)
-        np.testing.assert_array_equal(out.contact.force.numpy(), ref.contact.force.numpy(), err_msg=label)
+        np.testing.assert_array_equal(out.body_gap.numpy(), ref.body_gap.numpy(), err_msg=label)
+        np.testing.assert_array_equal(s1.u.numpy(), ref_out.u.numpy(), err_msg=label)
+        if out.contact is not None:
+            np.testing.assert_array_equal(out.contact.force.numpy(), ref.contact.force.numpy(), err_msg=label)
         return s1.q.numpy().copy()
 
     first = check("first (plain)")
@@ -146,6 +150,7 @@ def test_replayed_steps_equal_plain_steps_and_see_every_change(robot, standing):
     change("kappa", lambda: setattr(sim.contact, "kappa", 100.0))
     change("iterations", lambda: setattr(sim.contact, "iterations", 4))
     change("dt", lambda: setattr(sim, "dt", 0.002))
+    change("no contact", lambda: setattr(sim, "contact", "none"))
     # every env is held: the guard's bound is baked into a recording too
     np.testing.assert_array_equal(change("guard", lambda: setattr(sim, "max_speed", 1e-3)), s0.q.numpy())
     assert len(sim._replays._graphs) >= 3
