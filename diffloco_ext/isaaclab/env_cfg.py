@@ -131,9 +131,9 @@ def actions_cfg(joint_names, actions: task_cfg.ActionsCfg):
 
 
 def commands_cfg(c: task_cfg.CommandsCfg):
-    if c.curriculum_initial_scale != 1.0:
+    if c.has_curriculum:
         raise ValueError("the command curriculum of the project's task has no Isaac Lab counterpart here; "
-                         "use curriculum_initial_scale = 1")
+                         "use curriculum_steps = 0")
 
     @configclass
     class CommandsCfg:

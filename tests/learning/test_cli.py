@@ -70,6 +70,21 @@ def test_overrides_are_typed_and_validated():
         parse_overrides(["sim.dt=0.01"])
 
 
+def test_optional_tuple_fields_take_typed_lists():
+    """A field annotated ``tuple[float, float] | None`` and None now: a list becomes a tuple of floats; a list of the
+    wrong length or with items of the wrong type is an error, null stays None."""
+    cfg = registry.load_cfg(TASK)
+    assert cfg.commands.curriculum_initial_lin_vel_x is None
+    apply_overrides(cfg, {"commands.curriculum_initial_lin_vel_x": "[1, 0.5]"}, "env")
+    assert cfg.commands.curriculum_initial_lin_vel_x == (1.0, 0.5)
+    assert all(type(v) is float for v in cfg.commands.curriculum_initial_lin_vel_x)
+    for bad, match in (("[0.5, 1, 2]", "list of 2"), ("[a, 1]", "expected float"), ("0.5", "expected tuple")):
+        with pytest.raises(ConfigOverrideError, match=match):
+            apply_overrides(cfg, {"commands.curriculum_initial_lin_vel_y": bad}, "env")
+    apply_overrides(cfg, {"commands.curriculum_initial_lin_vel_x": "null"}, "env")
+    assert cfg.commands.curriculum_initial_lin_vel_x is None
+
+
 def test_cli_errors_are_clear(capsys, tmp_path):
     train = _script("train")
     for argv, match in ((["--task", "DiffLoco-Nope"], "unknown task"),

@@ -240,3 +240,33 @@ def test_state_gradient_clip_bounds_each_envs_gradient():
         total = sum(env.step(x)[1].sum() for x in a)
         grads[clip] = torch.autograd.grad(total, a[0])[0]
     assert grads[None].norm() > 3 * grads[1e-3].norm() > 0  # what remains: the actions' direct effect on their own step
+
+
+def test_command_curriculum_widens_from_its_initial_ranges():
+    """Commands start on the curriculum's initial ranges (forward speeds only here), widen linearly to the full
+    ranges over ``curriculum_steps`` policy steps and stay there; the heading controller's yaw-rate limit follows."""
+    from diffloco_ext.tasks.velocity.commands import VelocityCommand
+    from diffloco_ext.tasks.velocity.env_cfg import CommandsCfg
+
+    cfg = CommandsCfg(curriculum_steps=100, curriculum_initial_lin_vel_x=(0.5, 1.0),
+                      curriculum_initial_lin_vel_y=(0.0, 0.0), curriculum_initial_ang_vel_z=(0.0, 0.0),
+                      rel_standing_envs=0.0)
+    gen = torch.Generator().manual_seed(0)
+    cmd = VelocityCommand(cfg, 4096, "cpu", gen)
+    everyone = torch.ones(4096, dtype=torch.bool)
+    cmd.resample(everyone)
+    assert float(cmd.command[:, 0].min()) >= 0.5 and float(cmd.command[:, 0].max()) <= 1.0
+    assert float(cmd.command[:, 1].abs().max()) == 0.0
+    cmd.update(0.02, torch.full((4096,), 3.0))  # heading far from its targets: the yaw rate is clamped to ~0
+    assert float(cmd.command[:, 2].abs().max()) <= 1.0 / 100 + 1e-6
+    cmd.steps = 50
+    assert cmd.current_range("lin_vel_x") == pytest.approx((-0.25, 1.0))
+    assert cmd.current_range("ang_vel_z") == pytest.approx((-0.5, 0.5))
+    cmd.resample(everyone)
+    assert float(cmd.command[:, 0].min()) < -0.2 and float(cmd.command[:, 1].abs().max()) > 0.45
+    cmd.steps = 1000
+    assert cmd.current_range("lin_vel_y") == cfg.lin_vel_y and cmd.progress == 1.0
+    plain = VelocityCommand(CommandsCfg(curriculum_steps=100), 8, "cpu", gen)  # no initial ranges given: off
+    assert plain.progress == 1.0 and plain.current_range("lin_vel_x") == (-1.0, 1.0)
+    scaled = VelocityCommand(CommandsCfg(curriculum_steps=100, curriculum_initial_scale=0.3), 8, "cpu", gen)
+    assert scaled.current_range("ang_vel_z") == pytest.approx((-0.3, 0.3))

@@ -36,12 +36,12 @@ class VelocityCommand:
         """New commands for the envs in ``env_mask`` [N] bool (values drawn for all envs, kept where masked, so
         the random stream does not depend on how many envs resample)."""
         c, n = self.cfg, self.num_envs
-        scale = self.range_scale
 
-        def ranged(r):
-            return self._uniform(r[0] * scale, r[1] * scale, n)
+        def ranged(name):
+            low, high = self.current_range(name)
+            return self._uniform(low, high, n)
 
-        fresh = torch.stack((ranged(c.lin_vel_x), ranged(c.lin_vel_y), ranged(c.ang_vel_z)), dim=-1)
+        fresh = torch.stack((ranged("lin_vel_x"), ranged("lin_vel_y"), ranged("ang_vel_z")), dim=-1)
         heading = self._uniform(*c.heading, n)
         heading_env = torch.rand(n, generator=self.generator, device=self.device) < c.rel_heading_envs
         standing = torch.rand(n, generator=self.generator, device=self.device) < c.rel_standing_envs
@@ -53,13 +53,26 @@ class VelocityCommand:
         self.time_left = torch.where(m, torch.full_like(self.time_left, c.resampling_time), self.time_left)
 
     @property
-    def range_scale(self) -> float:
-        """Factor on the command ranges now (the curriculum; 1 when it is off or done)."""
+    def progress(self) -> float:
+        """The curriculum's progress in [0, 1] (1 when it is off or done)."""
         c = self.cfg
-        if c.curriculum_steps <= 0 or c.curriculum_initial_scale >= 1.0:
+        if not c.has_curriculum:
             return 1.0
-        progress = min(1.0, self.steps / c.curriculum_steps)
-        return c.curriculum_initial_scale + (1.0 - c.curriculum_initial_scale) * progress
+        return min(1.0, self.steps / c.curriculum_steps)
+
+    def current_range(self, name: str) -> tuple[float, float]:
+        """The range of command ``name`` (``lin_vel_x``, ``lin_vel_y``, ``ang_vel_z``) now: linear from the
+        curriculum's initial range (``curriculum_initial_<name>``, else ``curriculum_initial_scale`` x the range)
+        to the full range."""
+        c = self.cfg
+        full = getattr(c, name)
+        p = self.progress
+        if p >= 1.0:
+            return full
+        initial = getattr(c, f"curriculum_initial_{name}")
+        if initial is None:
+            initial = (full[0] * c.curriculum_initial_scale, full[1] * c.curriculum_initial_scale)
+        return tuple(i + (f - i) * p for i, f in zip(initial, full))
 
     def update(self, dt: float, heading: torch.Tensor) -> None:
         """Advance the timers by ``dt`` (s), resample the expired commands, apply heading control at the current
@@ -71,7 +84,7 @@ class VelocityCommand:
             self.resample(expired)
         c = self.cfg
         if c.heading_command:
-            limit = tuple(v * self.range_scale for v in c.ang_vel_z)
+            limit = self.current_range("ang_vel_z")
             wz = (c.heading_control_stiffness * wrap_to_pi(self.heading_target - heading.detach())).clamp(*limit)
             self.command[:, 2] = torch.where(self.is_heading_env, wz, self.command[:, 2])
         self.command = torch.where(self.is_standing_env[:, None], torch.zeros_like(self.command), self.command)

@@ -46,6 +46,21 @@ class CommandsCfg:
     """Command curriculum: the ranges start scaled by this (1: off) and widen linearly to the full ranges over
     ``curriculum_steps`` policy steps of each env (training time, not episode time)."""
     curriculum_steps: int = 0
+    curriculum_initial_lin_vel_x: tuple[float, float] | None = None
+    """Initial range of one command (m/s, rad/s) in place of ``curriculum_initial_scale`` x its range: e.g. forward
+    speeds only (0.5, 1.0) with (0, 0) for the others, widening to the full ranges over ``curriculum_steps``. A
+    policy that already walks learns to modulate its gait with the command; from a standing policy, commands spread
+    over all directions average the first-order gradient of a command-independent gait to about zero."""
+    curriculum_initial_lin_vel_y: tuple[float, float] | None = None
+    curriculum_initial_ang_vel_z: tuple[float, float] | None = None
+
+    @property
+    def has_curriculum(self) -> bool:
+        """Whether the commands start on ranges other than the full ones."""
+        initial = (self.curriculum_initial_lin_vel_x, self.curriculum_initial_lin_vel_y,
+                   self.curriculum_initial_ang_vel_z)
+        return self.curriculum_steps > 0 and (self.curriculum_initial_scale < 1.0 or
+                                              any(r is not None for r in initial))
 
 
 @dataclass
