@@ -77,6 +77,15 @@ def test_observations_on_a_hand_made_state(env):
     torch.testing.assert_close(obs[:, 12:24], torch.stack([sim_joint[names.index(n)] for n in ISAACLAB_ORDER]).expand(N, 12))
     torch.testing.assert_close(obs[:, 24:36], 10 * torch.stack([sim_joint[names.index(n)] for n in ISAACLAB_ORDER]).expand(N, 12))
     torch.testing.assert_close(obs[:, 36:48], env.actions)
+    # the critic group: the clean policy terms, privileged terms, and the tracking errors and kernels last
+    critic = env._observations()["critic"]
+    assert critic.shape == (N, 48 + 13 + 5)
+    torch.testing.assert_close(critic[:, :48], obs)
+    cmd = env.commands.command.double()
+    error = torch.cat([cmd[:, :2] - obs[:, 0:2], cmd[:, 2:] - obs[:, 5:6]], dim=1)
+    torch.testing.assert_close(critic[:, -5:-2], error)
+    torch.testing.assert_close(critic[:, -2], torch.exp(-error[:, :2].square().sum(1) / 0.25))
+    torch.testing.assert_close(critic[:, -1], torch.exp(-error[:, 2].square() / 0.25))
 
 
 def test_actions_map_by_name_to_the_simulators_joints(env):

@@ -2,8 +2,9 @@
 :class:`~..locomotion_env.LocomotionEnv`.
 
 Observation groups (a ``TensorDict``): ``"policy"`` [N, 48] (Isaac Lab's order and units, with training noise),
-``"critic"`` [N, 48 + 13] (the same without noise, plus privileged: foot contact states (4), foot heights (4, m),
-friction (1), base mass scale (1), base centre-of-mass offset (3, m)).
+``"critic"`` [N, 48 + 13 (+ 5)] (the same without noise, plus privileged: foot contact states (4), foot heights (4,
+m), friction (1), base mass scale (1), base centre-of-mass offset (3, m); with ``critic_tracking_features`` also
+the tracking errors ``command - velocity`` (vx, vy in m/s, wz in rad/s; 3) and the two tracking kernels (2)).
 
 Events after the resets, as Isaac Lab orders them: commands (resampling timers, heading control), then
 interval pushes (a velocity change of the base), then the observations.
@@ -70,8 +71,22 @@ class VelocityEnv(LocomotionEnv):
             privileged = torch.cat([self.contact_state.to(self.dtype), self.foot_height,
                                     self.params["friction"][:, None], self.base_mass_scale[:, None],
                                     self.params["body_com"][:, 0] - self.nominal["body_com"][:, 0]], dim=1)
+            if self.cfg.critic_tracking_features:
+                privileged = torch.cat([privileged, self._tracking_features()], dim=1)
             groups["critic"] = torch.cat([clean, privileged], dim=1)
         return TensorDict(groups, batch_size=[self.num_envs])
+
+    def _tracking_features(self) -> torch.Tensor:
+        """[N, 5]: ``command - velocity`` (vx, vy m/s, base frame; wz rad/s) and the two tracking kernels of the
+        rewards, differentiable w.r.t. the state. The value of a state depends on how well the command is tracked,
+        a product of two inputs that a small critic learns slowly: given explicitly, the critic's value (and its
+        gradient, which SHAC's actor follows at the end of every horizon) depends on them from the start."""
+        c, cmd = self.cfg.rewards, self.commands.command.to(self.dtype)
+        base = self.base_state()
+        error = torch.cat([cmd[:, :2] - base.lin_vel_b[:, :2], cmd[:, 2:] - base.ang_vel_b[:, 2:]], dim=1)
+        kernels = torch.stack([R.track_lin_vel_xy_exp(cmd, base.lin_vel_b, c.track_lin_vel_xy_std),
+                               R.track_ang_vel_z_exp(cmd, base.ang_vel_b, c.track_ang_vel_z_std)], dim=1)
+        return torch.cat([error, kernels], dim=1)
 
     # ---- rewards and terminations ------------------------------------------------------------------------------------
     def _body_gaps(self, out) -> torch.Tensor:
