@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"[diffloco] playing {path}", flush=True)
     env = registry.make_env(args.task, env_cfg)
     runner = make_runner(env, agent_cfg, log_dir=None, device=agent_cfg.device)
-    runner.load(path, load_cfg={"actor": True, "critic": True, "optimizer": False, "iteration": True})
+    runner.load(path, load_cfg={"actor": True, "critic": False, "optimizer": False, "iteration": True})
     policy = runner.get_inference_policy()
     result = {"checkpoint": path}
 

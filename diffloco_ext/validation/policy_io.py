@@ -146,7 +146,7 @@ def load_checkpoint(path: str, task: str, export_dir: str, num_obs: int, num_act
     env = registry.make_env(task, env_cfg)
     try:
         runner = make_runner(env, agent_cfg, log_dir=None, device="cpu")
-        runner.load(path, load_cfg={"actor": True, "critic": True, "optimizer": False, "iteration": True})
+        runner.load(path, load_cfg={"actor": True, "critic": False, "optimizer": False, "iteration": True})  # the actor is what runs: a critic of another input size (e.g. before the critic's tracking features) does not matter here
     except Exception as err:  # noqa: BLE001 - a checkpoint of another task or architecture
         raise PolicyLoadError(f"checkpoint '{path}' does not load into the runner of '{task}' "
                               f"({type(err).__name__}: {str(err).splitlines()[0]})") from None
