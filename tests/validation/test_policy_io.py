@@ -7,6 +7,7 @@ import os
 
 import pytest
 import torch
+from tensordict import TensorDict
 
 from diffloco_ext.learning.cli import new_run_dir
 from diffloco_ext.learning.runner import make_runner
@@ -69,3 +70,20 @@ def test_a_checkpoint_is_exported_and_the_export_gate_compares_it_with_torch(tmp
     assert policy(obs).abs().max() > 0  # a real network, not zeros
     with pytest.raises(PolicyLoadError, match="does not load into the runner"):
         load_checkpoint(path, "DiffLoco-Quadruped-Forward", str(tmp_path / "other"), 48, 12)
+
+
+def test_a_checkpoint_whose_critic_reads_other_inputs_still_validates(tmp_path):
+    """Validation runs the actor only: a checkpoint whose critic group had another size (a run made before the
+    critic's tracking features, 61 inputs against 66) loads, and its policy is the checkpoint's actor."""
+    env_cfg = registry.load_cfg(TASK)
+    env_cfg.num_envs = 2
+    env_cfg.critic_tracking_features = False
+    agent_cfg = registry.load_agent_cfg(TASK, "shac")
+    runner = make_runner(registry.make_env(TASK, env_cfg), agent_cfg, log_dir=None)
+    assert runner.alg.critic.obs_normalizer._mean.shape[-1] == 61
+    path = str(tmp_path / "model_0.pt")
+    runner.save(path)
+    policy = load_checkpoint(path, TASK, str(tmp_path / "exported"), 48, 12)
+    obs = torch.randn(16, 48)
+    expected = runner.get_inference_policy()(TensorDict({"policy": obs}, batch_size=[16])).float()
+    assert torch.allclose(policy(obs), expected, atol=1e-6)
