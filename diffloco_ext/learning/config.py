@@ -86,6 +86,12 @@ class SHACAlgorithmCfg:
     """Weight of the gradient through the bootstrap values ``γ^h V'(s_h)`` in the actor's objective: 1 is SHAC
     (the critic's state gradient carries the long-term effect of the actions), 0 keeps the values in the
     objective's value but lets no gradient through them (the actor then follows the horizon's rewards only)."""
+    value_gradient_scale_final: float | None = None
+    """If set, the weight moves linearly from ``value_gradient_scale`` to this over ``value_gradient_ramp``."""
+    value_gradient_ramp: tuple[int, int] = (0, 0)
+    """Iterations ``(start, end)`` of the ramp (the weight is ``value_gradient_scale`` before ``start`` and
+    ``value_gradient_scale_final`` from ``end`` on). E.g. a low weight while a command curriculum teaches the policy
+    to walk (the critic of a standing policy pulls towards standing), then 1 (SHAC) once it walks."""
 
 
 @dataclass

@@ -94,6 +94,8 @@ class SHAC:
         target_critic_alpha: float = 0.2,
         max_grad_norm: float = 1.0,
         value_gradient_scale: float = 1.0,
+        value_gradient_scale_final: float | None = None,
+        value_gradient_ramp: tuple[int, int] | list[int] = (0, 0),
         max_iterations: int = 1,
         device: str = "cpu",
         multi_gpu_cfg: dict | None = None,
@@ -103,8 +105,14 @@ class SHAC:
             raise ValueError(f"Unknown learning-rate schedule '{schedule}'; use 'linear' or 'constant'.")
         if horizon < 1 or num_envs < 1:
             raise ValueError(f"horizon and num_envs must be positive, got {horizon} and {num_envs}.")
-        if not 0.0 <= value_gradient_scale <= 1.0:
-            raise ValueError(f"value_gradient_scale must be in [0, 1], got {value_gradient_scale}.")
+        for name, scale in (("value_gradient_scale", value_gradient_scale),
+                            ("value_gradient_scale_final", value_gradient_scale_final)):
+            if scale is not None and not 0.0 <= scale <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {scale}.")
+        ramp = tuple(int(i) for i in value_gradient_ramp)
+        if len(ramp) != 2 or ramp[0] < 0 or ramp[1] < ramp[0]:
+            raise ValueError(f"value_gradient_ramp must be (start, end) iterations with 0 <= start <= end, got "
+                             f"{value_gradient_ramp}.")
         if not 0.0 <= target_critic_alpha < 1.0:
             raise ValueError(f"target_critic_alpha must be in [0, 1), got {target_critic_alpha}.")
         self.device = device
@@ -121,6 +129,9 @@ class SHAC:
         self.target_critic_alpha = target_critic_alpha
         self.max_grad_norm = max_grad_norm
         self.value_gradient_scale = float(value_gradient_scale)
+        self.value_gradient_scale_init = float(value_gradient_scale)
+        self.value_gradient_scale_final = None if value_gradient_scale_final is None else float(value_gradient_scale_final)
+        self.value_gradient_ramp = ramp
         self.schedule = schedule
         self.actor_learning_rate_init = actor_learning_rate
         self.critic_learning_rate_init = critic_learning_rate
@@ -151,7 +162,13 @@ class SHAC:
         return self.critic_optimizer.param_groups[0]["lr"]
 
     def set_learning_rates(self, iteration: int) -> None:
-        """Apply the schedule for ``iteration`` (0-based): linear decay to ``min_learning_rate`` at ``max_iterations``."""
+        """Apply the schedules for ``iteration`` (0-based): learning rates decaying linearly to ``min_learning_rate``
+        at ``max_iterations``; the bootstrap-gradient weight along its ramp (if ``value_gradient_scale_final``)."""
+        if self.value_gradient_scale_final is not None:
+            start, end = self.value_gradient_ramp
+            frac = 1.0 if iteration >= end else (0.0 if iteration <= start else (iteration - start) / (end - start))
+            self.value_gradient_scale = self.value_gradient_scale_init + frac * (
+                self.value_gradient_scale_final - self.value_gradient_scale_init)
         frac = min(iteration / self.max_iterations, 1.0) if self.schedule == "linear" else 0.0
         for opt, lr0 in ((self.actor_optimizer, self.actor_learning_rate_init),
                          (self.critic_optimizer, self.critic_learning_rate_init)):

@@ -316,6 +316,28 @@ def test_value_gradient_scale_zero_lets_no_gradient_through_the_bootstrap_values
         _actor_objective_and_gradient(1.5, critic_seed=1)
 
 
+def test_value_gradient_scale_ramps_between_its_iterations():
+    """With ``value_gradient_scale_final`` the weight is the initial one up to the ramp's start, linear on the ramp,
+    the final one from its end on (the runner applies the schedules every iteration); a bad ramp or weight is an
+    error."""
+    env = PointMassEnv(PointMassCfg(num_envs=4, seed=0, dim=2))
+    cfg = _small_cfg()
+    cfg.algorithm.value_gradient_scale = 0.2
+    cfg.algorithm.value_gradient_scale_final = 1.0
+    cfg.algorithm.value_gradient_ramp = (10, 20)
+    alg = _quiet(make_runner, env, cfg).alg
+    for iteration, expected in ((0, 0.2), (10, 0.2), (15, 0.6), (20, 1.0), (500, 1.0)):
+        alg.set_learning_rates(iteration)
+        assert alg.value_gradient_scale == pytest.approx(expected)
+    cfg.algorithm.value_gradient_ramp = (3, 1)
+    with pytest.raises(ValueError, match="value_gradient_ramp"):
+        _quiet(make_runner, env, cfg)
+    cfg.algorithm.value_gradient_ramp = (0, 0)
+    cfg.algorithm.value_gradient_scale_final = 2.0
+    with pytest.raises(ValueError, match="value_gradient_scale_final"):
+        _quiet(make_runner, env, cfg)
+
+
 # ---- learning -----------------------------------------------------------------------------------------------------
 def test_shac_improves_point_mass_return_quickly():
     """A few seconds of SHAC on the 8-D point mass: the deterministic return rises well above the initial one."""
