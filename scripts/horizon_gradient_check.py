@@ -24,7 +24,8 @@ from diffloco_ext.tasks import registry
 from diffloco_ext.tasks.cfg_override import apply_overrides, parse_overrides
 
 
-def main(argv=None) -> None:
+def main(argv=None) -> dict:
+    """Run the check; returns ``{"bptt": [per direction], "fd": [per direction: per eps], "along": [(step, objective)]}``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="DiffLoco-Velocity-Flat-AnymalD")
     parser.add_argument("--checkpoint", required=True)
@@ -93,16 +94,22 @@ def main(argv=None) -> None:
     gen = torch.Generator().manual_seed(0)
     print(f"horizon {args.horizon}, {args.dtype}, clip {'off' if args.no_clip else 'on'}: objective "
           f"{value.item():.6f}", flush=True)
+    result = {"objective": value.item(), "bptt": [], "fd": [], "along": []}
     for k in range(args.directions):
         direction = [torch.randn(p.shape, generator=gen, dtype=p.dtype) for p in params]
         bptt = sum((g * d).sum() for g, d in zip(grads, direction)).item()
         fd = [(shifted(direction, e) - shifted(direction, -e)) / (2 * e) for e in args.eps]
+        result["bptt"].append(bptt)
+        result["fd"].append(fd)
         print(f"direction {k}: BPTT {bptt:+.4e} | " + " | ".join(f"FD eps {e:g} {v:+.4e}" for e, v in zip(args.eps, fd)),
               flush=True)
     norm = torch.sqrt(sum((g ** 2).sum() for g in grads))
     unit = [g / norm for g in grads]
     for step in (1e-3, 1e-2, 1e-1):
-        print(f"step {step:g} along the gradient: objective {value.item():.6f} -> {shifted(unit, step):.6f}", flush=True)
+        moved = shifted(unit, step)
+        result["along"].append((step, moved))
+        print(f"step {step:g} along the gradient: objective {value.item():.6f} -> {moved:.6f}", flush=True)
+    return result
 
 
 if __name__ == "__main__":

@@ -274,9 +274,15 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
         return state
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore :meth:`state_dict`; floating-point tensors take this env's precision (a state saved by a float32
+        run loads into a float64 env, e.g. for gradient checks)."""
+
+        def own(t: torch.Tensor) -> torch.Tensor:
+            return t.clone().to(self.device, dtype=self.dtype if t.is_floating_point() else t.dtype)
+
         for key in ("q", "u", "actions", "previous_actions", "episode_length_buf", "_episode_steps", "contact_state"):
-            setattr(self, key, state[key].clone().to(self.device))
-        self.params = {k: v.clone().to(self.device) for k, v in state["params"].items()}
+            setattr(self, key, own(state[key]))
+        self.params = {k: own(v) for k, v in state["params"].items()}
         self.generator.set_state(state["generator"])
         self._load_task_state(state.get("task", {}))
         self._obs = self._observations()

@@ -11,6 +11,7 @@ import pytest
 import torch
 import yaml
 
+from diffloco_ext.learning.runner import make_runner
 from diffloco_ext.tasks import TASKS, registry
 from diffloco_ext.tasks.cfg_override import ConfigOverrideError, apply_overrides, parse_overrides
 
@@ -179,3 +180,18 @@ def test_learn_within_budget_refits_when_iterations_slow_down():
     elapsed = time.time() - start
     assert runner.iterations == total == runner.alg.max_iterations == runner.cfg["max_iterations"]
     assert 0.8 * 1.2 < elapsed < 1.4 * 1.2, elapsed
+
+
+def test_horizon_gradient_check_agrees_with_differences_over_a_short_horizon(tmp_path):
+    """The diagnostic script of docs/tasks.md: over 2 policy steps in float64 without the clip, BPTT's directional
+    derivative equals the central difference (a tool that reported agreement it does not measure would fail)."""
+    env_cfg = registry.load_cfg(TASK)
+    env_cfg.num_envs = 2
+    runner = make_runner(registry.make_env(TASK, env_cfg), registry.load_agent_cfg(TASK, "shac"), log_dir=None)
+    path = str(tmp_path / "model_0.pt")
+    runner.save(path)
+    check = _script("horizon_gradient_check")
+    result = check.main(["--checkpoint", path, "--horizon", "2", "--num_envs", "2", "--warmup", "3", "--dtype",
+                         "float64", "--no_clip", "--directions", "2", "--eps", "1e-6"])
+    for bptt, (fd,) in zip(result["bptt"], result["fd"]):
+        assert abs(bptt) > 0 and bptt == pytest.approx(fd, rel=1e-3, abs=1e-9)

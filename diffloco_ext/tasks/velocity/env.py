@@ -206,5 +206,5 @@ class VelocityEnv(LocomotionEnv):
     def _load_task_state(self, state: dict) -> None:
         self.commands.load_state_dict(state["commands"])
         self.push_time_left = state["push_time_left"].clone()
-        self.base_mass_scale = state["base_mass_scale"].clone()
-        self.foot_height = state["foot_height"].clone()
+        self.base_mass_scale = state["base_mass_scale"].clone().to(self.dtype)
+        self.foot_height = state["foot_height"].clone().to(self.dtype)
