@@ -98,12 +98,11 @@ def _convert(key: str, current, annotation, value):
             for candidate in args:
                 origin, item_types = typing.get_origin(candidate), typing.get_args(candidate)
                 if origin in (tuple, list) and isinstance(value, (list, tuple)):  # e.g. tuple[float, float] | None
-                    if origin is tuple and item_types and Ellipsis not in item_types and len(value) != len(item_types):
+                    fixed = origin is tuple and bool(item_types) and Ellipsis not in item_types
+                    if fixed and len(value) != len(item_types):
                         fail(f"a list of {len(item_types)}")
-                    items = [_convert(f"{key}[{i}]", None, t, v) for i, (t, v) in
-                             enumerate(zip(item_types if origin is tuple and Ellipsis not in item_types
-                                           else [item_types[0] if item_types else None] * len(value), value))]
-                    return origin(items)
+                    types = item_types if fixed else [item_types[0] if item_types else None] * len(value)
+                    return origin(_convert(f"{key}[{i}]", None, t, v) for i, (t, v) in enumerate(zip(types, value)))
                 value = _number(value) if candidate is float else value
                 if candidate is float and isinstance(value, (int, float)) and not isinstance(value, bool):
                     return float(value)
