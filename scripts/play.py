@@ -1,4 +1,5 @@
-"""Play a trained policy: roll it out, print tracking statistics per command, export it, optionally film it.
+"""Play a trained policy: roll it out, print tracking statistics per command (or, for a task without commands,
+its metrics: the quadruped's forward speed), export it, optionally film it.
 
     .venv/bin/python scripts/play.py --task DiffLoco-Velocity-Flat-AnymalD --checkpoint latest
     .venv/bin/python scripts/play.py --task DiffLoco-Velocity-Flat-AnymalD --checkpoint logs/shac/.../model_300.pt \
@@ -25,6 +26,7 @@ from diffloco_ext.learning.export import check_exported_policy, export_policy_as
 from diffloco_ext.learning.runner import make_runner
 from diffloco_ext.tasks import registry
 from diffloco_ext.tasks.cfg_override import ConfigOverrideError
+from diffloco_ext.tasks.vec_env import TIME_OUTS_KEY
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -55,13 +57,17 @@ def main(argv: list[str] | None = None) -> dict:
     result = {"checkpoint": path}
 
     obs = env.get_observations()
-    qs, records = [], []
+    qs, records, metrics, ends = [], [], {}, np.zeros(2, dtype=np.int64)
     with torch.inference_mode():
         for t in range(args.steps):
             actions = policy(obs)
-            obs, _, dones, _ = env.step(actions)
+            obs, _, dones, extras = env.step(actions)
             if t < args.video_length:
                 qs.append(env.q[0].double().numpy().copy())
+            for key, value in getattr(env, "step_metrics", {}).items():
+                metrics.setdefault(key, []).append(value.double().numpy().copy())
+            done, time_outs = dones.bool().numpy(), extras[TIME_OUTS_KEY].bool().numpy()
+            ends += [int((done & ~time_outs).sum()), int((done & time_outs).sum())]
             cmd = getattr(env, "commands", None)
             if cmd is not None:
                 base = env.base_state()
@@ -69,6 +75,8 @@ def main(argv: list[str] | None = None) -> dict:
                                                base.ang_vel_b[:, 2:3].numpy(), dones[:, None].numpy()], axis=1))
     if records:
         result["tracking"] = print_tracking(np.stack(records))
+    elif metrics:  # a task without velocity commands (DiffLoco-Quadruped-Forward): its own metrics
+        result["metrics"] = print_metrics(metrics, ends, args.steps * env.num_envs)
     run_dir = os.path.dirname(path)
     if not args.no_export:
         export_dir = os.path.join(run_dir, "exported")
@@ -89,6 +97,17 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"[diffloco] video: {video}", flush=True)
         result["video"] = video
     return result
+
+
+def print_metrics(metrics: dict[str, list[np.ndarray]], ends: np.ndarray, samples: int) -> dict:
+    """Means over all env steps of the task's per-step metrics (e.g. ``forward_speed`` in m/s), and how many
+    episodes ended by termination (a fall) and by time-out."""
+    summary = {key: float(np.mean(np.stack(values))) for key, values in metrics.items()}
+    for key, value in summary.items():
+        print(f"{key:>16}: {value:.3f} (mean over {samples} env steps)")
+    summary.update(terminations=int(ends[0]), time_outs=int(ends[1]))
+    print(f"{'episodes ended':>16}: {ends[0]} by termination, {ends[1]} by time-out")
+    return summary
 
 
 def print_tracking(records: np.ndarray) -> dict:

@@ -11,7 +11,7 @@ replaced by one line per iteration::
     it   12/400 | reward   3.21 | v_xy err 0.41 m/s | w_z err 0.30 rad/s | ep len  512 | 6,912 steps/s | ETA 0:07:12
 
 (the tracking errors are the env's ``Metrics/lin_vel_xy_error`` and ``Metrics/ang_vel_z_error`` when it logs
-them). TensorBoard receives the same scalars either way.
+them; ``v_x`` in m/s, its ``Metrics/forward_speed``, for the quadruped's forward task). TensorBoard receives the same scalars either way.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ class TrainingLogger(Logger):
         values = dict(zip(names, args), **{k: v for k, v in kwargs.items() if k in names})
         lin = _mean_extra(self.ep_extras, "Metrics/lin_vel_xy_error")
         ang = _mean_extra(self.ep_extras, "Metrics/ang_vel_z_error")
+        speed = _mean_extra(self.ep_extras, "Metrics/forward_speed")  # DiffLoco-Quadruped-Forward
         with contextlib.redirect_stdout(io.StringIO()):
             super().log(*args, **kwargs)
         it, total_it = values["it"], values["total_it"]
@@ -64,5 +65,7 @@ class TrainingLogger(Logger):
             parts.append(f"v_xy err {lin:.2f} m/s")
         if ang is not None:
             parts.append(f"w_z err {ang:.2f} rad/s")
+        if speed is not None:
+            parts.append(f"v_x {speed:.2f} m/s")
         parts += [f"ep len {length}", f"{fps:,.0f} steps/s", f"ETA {eta}"]
         print(" | ".join(parts), flush=True)

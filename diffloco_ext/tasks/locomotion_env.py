@@ -73,6 +73,7 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
         self.contact_state = torch.zeros(N, self.model.num_feet, **zeros)
         self.ground_height = torch.as_tensor(self.model.ground_height.numpy(), **zeros)
         self.last_output = None
+        self.step_metrics: dict[str, torch.Tensor] = {}  # the last step's task metrics [N] (``_metrics``), detached
         self._episode_sums: dict[str, torch.Tensor] = {}
         self._diverged_total = 0
         self.observation_space = gym.spaces.Dict(
@@ -168,7 +169,9 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
         time_outs = (self.episode_length_buf >= self.max_episode_length) & ~terminated
         reward = reward + self._termination_reward() * terminated.to(reward.dtype) * self.step_dt
         dones = terminated | time_outs
-        self._accumulate(terms, self._metrics(out))
+        metrics = self._metrics(out)
+        self.step_metrics = {k: v.detach() for k, v in metrics.items()}  # this step's, before any reset (play)
+        self._accumulate(terms, metrics)
 
         final_obs = self._observations()  # of the state reached, before any reset (differentiable)
         extras = {TIME_OUTS_KEY: time_outs, FINAL_OBS_KEY: final_obs, "log": {}}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 from pathlib import Path
 
@@ -122,6 +123,26 @@ def test_train_resume_play_export(tmp_path, algo):
     session = onnxruntime.InferenceSession(os.path.join(exported, "policy.onnx"))
     assert session.get_inputs()[0].shape[1] == 48 and session.run(None, {session.get_inputs()[0].name: obs.numpy()})[0].shape == (3, 12)
     assert result["export_errors"]["jit"] < 1e-5 and result["export_errors"]["onnx"] < 1e-4
+
+
+def test_play_reports_the_forward_speed_of_a_task_without_commands(tmp_path, capsys):
+    """DiffLoco-Quadruped-Forward has no velocity commands: play prints its metrics (forward speed, m/s, the base's
+    world-x velocity averaged over every env step) and how the episodes ended."""
+    train, play = _script("train"), _script("play")
+    task = "DiffLoco-Quadruped-Forward"
+    train.main(["--task", task, "--algo", "shac", "--num_envs", "4", "--log_root", str(tmp_path),
+                "agent.num_steps_per_env=4", "--max_iterations", "1", "--run_name", "q"])
+    capsys.readouterr()
+    result = play.main(["--task", task, "--algo", "shac", "--num_envs", "3", "--log_root", str(tmp_path),
+                        "--load_run", ".*q", "--checkpoint", "latest", "--steps", "6", "--no_export"])
+    out = capsys.readouterr().out
+    assert "forward_speed" in out and "by termination" in out
+    metrics = result["metrics"]
+    assert set(metrics) >= {"forward_speed", "speed_error", "terminations", "time_outs"}
+    assert math.isfinite(metrics["forward_speed"]) and -5.0 < metrics["forward_speed"] < 5.0
+    # speed_error = |v_x - 1 m/s| per step: its mean is at least |mean(v_x) - 1| (Jensen), so the two are consistent
+    assert metrics["speed_error"] >= abs(metrics["forward_speed"] - 1.0) - 1e-9
+    assert metrics["time_outs"] == 0  # 6 policy steps of 10 s episodes
 
 
 def test_list_envs_prints_every_task(capsys):
