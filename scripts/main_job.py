@@ -14,7 +14,7 @@
 4. Plots (``plots/``): learning curves, commanded vs measured velocity (paper A, Fig. 6 style) in both
    validators, gait (joint trajectories, foot heights against the reference, contact pattern); a video.
 
-    .venv/bin/python scripts/main_job.py [--train_minutes 14] [--num_envs 128] [--episodes 6]
+    .venv/bin/python scripts/main_job.py [--train_minutes 17.5] [--num_envs 128] [--episodes 6]
 
 Prints where everything is, the validation's verdict with its failing gates, and where the report is.
 """
@@ -66,7 +66,8 @@ TRAINING_OVERRIDES = ["env.observation_noise.enable=false", "env.rewards.track_l
                       "env.commands.curriculum_initial_lin_vel_x=[0.5, 1.0]",
                       "env.commands.curriculum_initial_lin_vel_y=[0.0, 0.0]",
                       "env.commands.curriculum_initial_ang_vel_z=[0.0, 0.0]", "env.commands.curriculum_steps=9600",
-                      "agent.algorithm.value_gradient_scale=0.2",
+                      "agent.algorithm.value_gradient_scale=0.2", "agent.algorithm.value_gradient_scale_final=1.0",
+                      "agent.algorithm.value_gradient_ramp=[300, 320]",
                       "env.randomization.friction=[0.7, 1.2]",
                       "env.randomization.push_velocity_xy=0.0", "env.randomization.base_mass_scale=[0.9, 1.1]",
                       "env.randomization.base_com_xy=0.02", "env.randomization.stiffness_scale=[0.95, 1.05]",
@@ -238,7 +239,7 @@ def _random_commands_stats(run, config) -> _ScenarioStats:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--train_minutes", type=float, default=14.0, help="wall-clock budget of the training")
+    parser.add_argument("--train_minutes", type=float, default=17.5, help="wall-clock budget of the training")
     parser.add_argument("--num_envs", type=int, default=128, help="envs per rank")
     parser.add_argument("--ranks", type=int, default=2, help="data-parallel training processes (one per core)")
     parser.add_argument("--episodes", type=int, default=None,
