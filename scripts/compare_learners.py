@@ -9,6 +9,16 @@ collection + learning time, as the loggers compute the rate); wall-clock is the 
 iteration (the events' wall time, so compilation before the first iteration is not counted). Prints, per run,
 the final values and, for each pair, the samples and seconds each needs to reach the worse run's final tracking
 error (smoothed over ``--smooth`` iterations).
+
+The training curves measure each learner on its own training distribution (a command curriculum narrows it early,
+exploration noise differs). ``--closed_loop`` measures every saved checkpoint the same way instead: the deployed
+(TorchScript) policy, deterministic, in the training simulator's hard contact, on the random commands of
+``--closed_loop_config`` (default: ``config/validation/anymal_d_random100.yaml``, 100 episodes of 20 s over the full
+command ranges), and plots its tracking errors and fall rate against the samples and wall-clock at which the
+checkpoint was saved (``<out>`` with ``_closed_loop`` before the extension)::
+
+    .venv/bin/python scripts/compare_learners.py --runs <SHAC run> <PPO run> --labels SHAC PPO \
+        --out docs/figures/shac_vs_ppo.png --closed_loop
 """
 
 from __future__ import annotations
@@ -57,6 +67,114 @@ def smooth(x: np.ndarray, k: int) -> np.ndarray:
     return np.convolve(x, np.ones(k) / k, mode="valid")
 
 
+def checkpoints(run_dir: str) -> list[tuple[int, str]]:
+    """``[(iteration, path)]`` of the run's ``model_<it>.pt`` files, by iteration."""
+    found = []
+    for name in os.listdir(run_dir):
+        stem, ext = os.path.splitext(name)
+        if ext == ".pt" and stem.startswith("model_") and stem[6:].isdigit():
+            found.append((int(stem[6:]), os.path.join(run_dir, name)))
+    return sorted(found)
+
+
+def closed_loop(run_dir: str, task: str, config_path: str, backend: str = "hard") -> list[dict]:
+    """Each checkpoint of ``run_dir`` measured on the random-command scenario of ``config_path`` in ``backend``:
+    ``[{"iteration", "lin_vel_error" (m/s), "ang_vel_error" (rad/s), "fall_rate"}]``."""
+    import tempfile
+
+    from diffloco_ext.validation import backend_registry
+    from diffloco_ext.validation.closed_loop import TaskInterface, plan_episodes, run_batch
+    from diffloco_ext.validation.gates import scenario_metrics
+    from diffloco_ext.validation.policy_io import load_checkpoint
+    from diffloco_ext.validation.robot_kinematics import RobotKinematics
+    from diffloco_ext.validation.scenarios import load_config
+
+    interface = TaskInterface.from_task(task)
+    config = load_config(config_path)
+    scenarios = [s for s in config.scenarios if s.name == "random_commands"]
+    if not scenarios:
+        raise ValueError(f"{config_path} has no 'random_commands' scenario")
+    specs = plan_episodes(scenarios)
+    sim = backend_registry.make_backend(backend, interface.robot, len(specs), policy_dt=interface.policy_dt)
+    kinematics = RobotKinematics(interface.robot, len(specs))
+    rows = []
+    try:
+        for iteration, path in checkpoints(run_dir):
+            with tempfile.TemporaryDirectory() as export_dir:
+                policy = load_checkpoint(path, task, export_dir, interface.num_obs, interface.num_actions)
+                result = run_batch(sim, policy, interface, kinematics, specs, config.settings)
+            m = scenario_metrics([row for _, row in result.episodes], interface.robot.actuator.effort_limit)
+            rows.append({"iteration": iteration, "lin_vel_error": m["lin_vel_error"],
+                         "ang_vel_error": m["ang_vel_error"], "fall_rate": m["fall_rate"]})
+            print(f"[compare] {os.path.basename(run_dir)} model_{iteration}: v_xy err {m['lin_vel_error']:.3f} m/s, "
+                  f"w_z err {m['ang_vel_error']:.3f} rad/s, falls {m['fall_rate']:.0%}", flush=True)
+    finally:
+        close = getattr(sim, "close", None)
+        if close is not None:
+            close()
+    return rows
+
+
+def _at_iterations(data: dict, iterations: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Samples and wall-clock minutes at the end of each of ``iterations`` (checkpoint ``model_<i>.pt`` is saved
+    after ``i`` completed iterations in SHAC, after iteration index ``i`` in rsl_rl's PPO: both about the ``i``-th
+    logged point)."""
+    its, cum = data["samples"][:, 0], data["samples"][:, 1]
+    wall = data["Perf/total_fps"]
+    samples = np.interp(iterations, its, cum)
+    minutes = np.interp(iterations, wall[:, 0], wall[:, 2]) / 60.0
+    return samples, minutes
+
+
+def plot_closed_loop(curves: dict[str, dict], out: str) -> None:
+    names = (("lin_vel_error", "closed loop |v_xy* - v_xy| (m/s)"), ("ang_vel_error", "closed loop |w_z* - w_z| (rad/s)"),
+             ("fall_rate", "closed loop fall rate"))
+    fig, axes = plt.subplots(2, len(names), figsize=(5 * len(names), 8))
+    for label, c in curves.items():
+        for col, (key, name) in enumerate(names):
+            y = [r[key] for r in c["rows"]]
+            axes[0, col].plot(c["samples"], y, "o-", label=label)
+            axes[1, col].plot(c["minutes"], y, "o-", label=label)
+            for row in range(2):
+                axes[row, col].set_ylabel(name)
+                axes[row, col].grid(alpha=0.3)
+                axes[row, col].legend()
+            axes[0, col].set_xlabel("samples (env transitions)")
+            axes[1, col].set_xlabel("wall-clock (min)")
+    fig.suptitle("checkpoints in hard contact, 100 episodes of random commands (full ranges)")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    print(f"[compare] wrote {out}")
+
+
+def report_closed_loop(curves: dict[str, dict]) -> dict:
+    """For each run: the samples and minutes at which its checkpoints first reach the other runs' final
+    closed-loop planar error (and the final values)."""
+    summary = {}
+    for label, c in curves.items():
+        final = c["rows"][-1]
+        summary[label] = {"final": final, "samples": float(c["samples"][-1]), "minutes": float(c["minutes"][-1])}
+        print(f"  {label:12s} final checkpoint (it {final['iteration']}): v_xy err {final['lin_vel_error']:.3f} m/s, "
+              f"w_z err {final['ang_vel_error']:.3f} rad/s, falls {final['fall_rate']:.0%}; "
+              f"{c['samples'][-1]:.3g} samples, {c['minutes'][-1]:.1f} min")
+    for label, c in curves.items():
+        for other, o in curves.items():
+            if other == label:
+                continue
+            target = o["rows"][-1]["lin_vel_error"]
+            hit = [i for i, r in enumerate(c["rows"]) if r["lin_vel_error"] <= target]
+            if hit:
+                i = hit[0]
+                print(f"  {label} reaches {other}'s final planar error {target:.3f} m/s at {c['samples'][i]:.3g} "
+                      f"samples, {c['minutes'][i]:.1f} min (the other: {o['samples'][-1]:.3g} samples, "
+                      f"{o['minutes'][-1]:.1f} min)")
+                summary[label][f"reaches_{other}"] = {"samples": float(c["samples"][i]), "minutes": float(c["minutes"][i])}
+            else:
+                print(f"  {label} does not reach {other}'s final planar error {target:.3f} m/s")
+    return summary
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", nargs="+", required=True, help="run directories (with TensorBoard events)")
@@ -64,6 +182,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="learning_comparison.png")
     parser.add_argument("--smooth", type=int, default=10, help="moving-average window (iterations)")
     parser.add_argument("--title", default="")
+    parser.add_argument("--closed_loop", action="store_true",
+                        help="also measure every checkpoint in hard contact on random commands (see above)")
+    parser.add_argument("--closed_loop_config", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                      "..", "config", "validation",
+                                                                      "anymal_d_random100.yaml"))
+    parser.add_argument("--task", default="DiffLoco-Velocity-Flat-AnymalD", help="the runs' task (closed loop)")
     args = parser.parse_args(argv)
     labels = args.labels or [os.path.basename(os.path.normpath(r)) for r in args.runs]
     if len(labels) != len(args.runs):
@@ -115,6 +239,22 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    {label:12s} {s[tag]['samples'][i]:.3g} samples, {s[tag]['minutes'][i]:.1f} min")
             else:
                 print(f"    {label:12s} not reached")
+    if args.closed_loop:
+        import torch
+
+        torch.set_num_threads(1)
+        curves = {}
+        for (label, data), run_dir in zip(runs.items(), args.runs):
+            rows = closed_loop(run_dir, args.task, args.closed_loop_config)
+            if not rows:
+                raise FileNotFoundError(f"{run_dir}: no model_<iteration>.pt checkpoints")
+            samples, minutes = _at_iterations(data, [r["iteration"] for r in rows])
+            curves[label] = {"rows": rows, "samples": samples, "minutes": minutes}
+        stem, ext = os.path.splitext(args.out)
+        plot_closed_loop(curves, f"{stem}_closed_loop{ext}")
+        summary = report_closed_loop(curves)
+        with open(f"{stem}_closed_loop.json", "w") as f:
+            json.dump({k: {**v, "curve": curves[k]["rows"]} for k, v in summary.items()}, f, indent=1)
     return 0
 
 
