@@ -254,7 +254,9 @@ def main(argv: list[str] | None = None) -> int:
         plot_closed_loop(curves, f"{stem}_closed_loop{ext}")
         summary = report_closed_loop(curves)
         with open(f"{stem}_closed_loop.json", "w") as f:
-            json.dump({k: {**v, "curve": curves[k]["rows"]} for k, v in summary.items()}, f, indent=1)
+            json.dump({k: {**v, "curve": [dict(r, samples=float(n), minutes=float(t)) for r, n, t in
+                                          zip(curves[k]["rows"], curves[k]["samples"], curves[k]["minutes"])]}
+                       for k, v in summary.items()}, f, indent=1)
     return 0
 
 
