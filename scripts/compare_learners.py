@@ -35,7 +35,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 CURVES = (("Train/mean_reward", "mean episode return"), ("Metrics/lin_vel_xy_error", "|v_xy* - v_xy| (m/s)"),
-          ("Metrics/ang_vel_z_error", "|w_z* - w_z| (rad/s)"))
+          ("Metrics/ang_vel_z_error", "|w_z* - w_z| (rad/s)"), ("Metrics/forward_speed", "forward speed (m/s)"))
+"""The curves plotted, those that at least one run logs (the quadruped's forward task logs a forward speed)."""
 
 
 def read_run(run_dir: str) -> dict[str, np.ndarray]:
@@ -115,14 +116,26 @@ def closed_loop(run_dir: str, task: str, config_path: str, backend: str = "hard"
     return rows
 
 
-def _at_iterations(data: dict, iterations: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Samples and wall-clock minutes at the end of each of ``iterations`` (checkpoint ``model_<i>.pt`` is saved
-    after ``i`` completed iterations in SHAC, after iteration index ``i`` in rsl_rl's PPO: both about the ``i``-th
-    logged point)."""
+def logged_step(run_dir: str, iteration: int) -> int:
+    """The logged iteration (TensorBoard step) at whose end checkpoint ``model_<iteration>.pt`` was written: SHAC
+    names a checkpoint by the iterations completed (``model_5.pt`` after steps 0-4), rsl_rl's PPO by the index of
+    the iteration it was saved in (``model_5.pt`` after step 5); read from the run's ``params/agent.yaml``."""
+    import yaml
+
+    path = os.path.join(run_dir, "params", "agent.yaml")
+    algo = None
+    if os.path.isfile(path):
+        with open(path) as f:
+            algo = (yaml.safe_load(f) or {}).get("algorithm", {}).get("class_name")
+    return iteration - 1 if algo == "SHAC" else iteration
+
+
+def _at_iterations(data: dict, steps: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Samples and wall-clock minutes at the end of each logged iteration in ``steps``."""
     its, cum = data["samples"][:, 0], data["samples"][:, 1]
     wall = data["Perf/total_fps"]
-    samples = np.interp(iterations, its, cum)
-    minutes = np.interp(iterations, wall[:, 0], wall[:, 2]) / 60.0
+    samples = np.interp(steps, its, cum)
+    minutes = np.interp(steps, wall[:, 0], wall[:, 2]) / 60.0
     return samples, minutes
 
 
@@ -175,6 +188,44 @@ def report_closed_loop(curves: dict[str, dict]) -> dict:
     return summary
 
 
+def plot_training_curves(runs: dict[str, dict], columns, out: str, smooth_k: int, title: str = "") -> dict:
+    """Each of ``columns`` (tag, axis name) against samples (top row) and wall-clock (bottom row); returns
+    ``{label: {tag: {"final", "samples", "minutes", "values"}}}`` of the smoothed curves."""
+    summary = {}
+    fig, axes = plt.subplots(2, len(columns), figsize=(5 * len(columns), 8), squeeze=False)
+    for label, data in runs.items():
+        it_to_samples = dict(zip(data["samples"][:, 0], data["samples"][:, 1]))
+        summary[label] = {}
+        for col, (tag, name) in enumerate(columns):
+            if tag not in data:
+                continue
+            series = data[tag]
+            keep = np.isfinite(series[:, 1]) & np.isin(series[:, 0], list(it_to_samples))
+            series = series[keep]
+            y = smooth(series[:, 1], smooth_k)
+            off = len(series) - len(y)
+            samples = np.array([it_to_samples[i] for i in series[off:, 0]])
+            axes[0, col].plot(samples, y, label=label)
+            axes[1, col].plot(series[off:, 2] / 60.0, y, label=label)
+            summary[label][tag] = {"final": float(y[-1]), "samples": samples.tolist(), "minutes": (series[off:, 2] / 60).tolist(),
+                                   "values": y.tolist()}
+    for col, (_, name) in enumerate(columns):
+        axes[0, col].set_xlabel("samples (env transitions)")
+        axes[1, col].set_xlabel("wall-clock (min)")
+        for row in range(2):
+            axes[row, col].set_ylabel(name)
+            axes[row, col].grid(alpha=0.3)
+            axes[row, col].legend()
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    print(f"[compare] wrote {out}")
+    return summary
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", nargs="+", required=True, help="run directories (with TensorBoard events)")
@@ -193,38 +244,12 @@ def main(argv: list[str] | None = None) -> int:
     if len(labels) != len(args.runs):
         parser.error("give one label per run")
     runs = {label: read_run(r) for label, r in zip(labels, args.runs)}
-    fig, axes = plt.subplots(2, len(CURVES), figsize=(5 * len(CURVES), 8))
-    summary = {}
-    for label, data in runs.items():
-        it_to_samples = dict(zip(data["samples"][:, 0], data["samples"][:, 1]))
-        summary[label] = {}
-        for col, (tag, name) in enumerate(CURVES):
-            if tag not in data:
-                continue
-            series = data[tag]
-            keep = np.isfinite(series[:, 1]) & np.isin(series[:, 0], list(it_to_samples))
-            series = series[keep]
-            y = smooth(series[:, 1], args.smooth)
-            off = len(series) - len(y)
-            samples = np.array([it_to_samples[i] for i in series[off:, 0]])
-            axes[0, col].plot(samples, y, label=label)
-            axes[1, col].plot(series[off:, 2] / 60.0, y, label=label)
-            summary[label][tag] = {"final": float(y[-1]), "samples": samples.tolist(), "minutes": (series[off:, 2] / 60).tolist(),
-                                   "values": y.tolist()}
-    for col, (_, name) in enumerate(CURVES):
-        axes[0, col].set_xlabel("samples (env transitions)")
-        axes[1, col].set_xlabel("wall-clock (min)")
-        for row in range(2):
-            axes[row, col].set_ylabel(name)
-            axes[row, col].grid(alpha=0.3)
-            axes[row, col].legend()
-    if args.title:
-        fig.suptitle(args.title)
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    fig.savefig(args.out, dpi=110)
-    plt.close(fig)
-    print(f"[compare] wrote {args.out}")
+    columns = [c for c in CURVES if any(c[0] in data for data in runs.values())]
+    if columns:
+        summary = plot_training_curves(runs, columns, args.out, args.smooth, args.title)
+    else:  # e.g. runs too short to finish an episode
+        summary = {}
+        print(f"[compare] the runs log none of {[c[0] for c in CURVES]}: no training curves")
     tag = "Metrics/lin_vel_xy_error"
     for label, s in summary.items():
         finals = {t.split("/")[-1]: round(v["final"], 3) for t, v in s.items()}
@@ -248,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
             rows = closed_loop(run_dir, args.task, args.closed_loop_config)
             if not rows:
                 raise FileNotFoundError(f"{run_dir}: no model_<iteration>.pt checkpoints")
-            samples, minutes = _at_iterations(data, [r["iteration"] for r in rows])
+            samples, minutes = _at_iterations(data, [logged_step(run_dir, r["iteration"]) for r in rows])
             curves[label] = {"rows": rows, "samples": samples, "minutes": minutes}
         stem, ext = os.path.splitext(args.out)
         plot_closed_loop(curves, f"{stem}_closed_loop{ext}")

@@ -145,6 +145,32 @@ def test_play_reports_the_forward_speed_of_a_task_without_commands(tmp_path, cap
     assert metrics["time_outs"] == 0  # 6 policy steps of 10 s episodes
 
 
+def test_compare_learners_measures_checkpoints_closed_loop(tmp_path):
+    """scripts/compare_learners.py: training curves of two runs, then every checkpoint in hard contact on a small
+    random-command scenario, with samples and minutes that grow with the checkpoint's iteration."""
+    import json
+
+    train, compare = _script("train"), _script("compare_learners")
+    common = ["--task", TASK, "--algo", "shac", "--num_envs", "4", "--log_root", str(tmp_path),
+              "agent.num_steps_per_env=4", "agent.save_interval=1", "--max_iterations", "2"]
+    runs = [train.main([*common, "--run_name", name, "--seed", seed]) for name, seed in (("a", "1"), ("b", "2"))]
+    config = tmp_path / "tiny.yaml"
+    config.write_text("extends: anymal_d\nsettings: {seeds: [0]}\nscenarios:\n  - name: random_commands\n"
+                      "    episodes: 2\n    duration_s: 1.5\n")  # past the 1 s warm-up
+    out = tmp_path / "cmp.png"
+    assert compare.main(["--runs", *runs, "--labels", "A", "B", "--out", str(out), "--closed_loop",
+                         "--closed_loop_config", str(config)]) == 0
+    assert (tmp_path / "cmp_closed_loop.png").is_file()  # (2-iteration runs finish no episode: no training curves)
+    summary = json.loads((tmp_path / "cmp_closed_loop.json").read_text())
+    assert set(summary) == {"A", "B"}
+    for run in summary.values():
+        curve = run["curve"]
+        assert [r["iteration"] for r in curve] == sorted(r["iteration"] for r in curve) and len(curve) >= 2
+        assert all(0.0 <= r["fall_rate"] <= 1.0 and r["lin_vel_error"] >= 0.0 for r in curve)
+        assert all(b["samples"] > a["samples"] and b["minutes"] >= a["minutes"] for a, b in zip(curve, curve[1:]))
+        assert run["final"] == {k: v for k, v in curve[-1].items() if k not in ("samples", "minutes")}
+
+
 def test_list_envs_prints_every_task(capsys):
     _script("list_envs").main()
     out = capsys.readouterr().out
