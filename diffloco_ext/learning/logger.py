@@ -11,7 +11,8 @@ replaced by one line per iteration::
     it   12/400 | reward   3.21 | v_xy err 0.41 m/s | w_z err 0.30 rad/s | ep len  512 | 6,912 steps/s | ETA 0:07:12
 
 (the tracking errors are the env's ``Metrics/lin_vel_xy_error`` and ``Metrics/ang_vel_z_error`` when it logs
-them; ``v_x`` in m/s, its ``Metrics/forward_speed``, for the quadruped's forward task). TensorBoard receives the same scalars either way.
+them; ``v_x`` in m/s, its ``Metrics/forward_speed``, for the quadruped's forward task). TensorBoard receives the
+same scalars either way.
 """
 
 from __future__ import annotations
