@@ -10,8 +10,9 @@ Backward pass (``Y = H^-1 J^T = L^-1 W``, computed only there): for ``G = J H^-1
 
     J_bar += T          H_bar -= Y G_bar Y^T, taken symmetrised: Y T / 2
 
-(a symmetric ``H_bar`` gives the same gradient upstream, see :mod:`.cholesky`). The two dense products are
-batched torch products on zero-copy views of the Warp arrays.
+(a symmetric ``H_bar`` gives the same gradient upstream, see :mod:`.cholesky`). The two dense products run in
+one Warp kernel per environment (no host-side work inside the reverse pass, so a taped step's backward can be
+recorded and replayed as a graph: :mod:`.taped_replay`).
 
 :mod:`.impulse_response` reuses ``W`` for the velocity after the contact impulses,
 ``u_E = u_free + H^-1 J^T P = u_free + L^-1 W P``.
@@ -20,7 +21,6 @@ batched torch products on zero-copy views of the Warp arrays.
 import functools
 from dataclasses import dataclass
 
-import torch
 import warp as wp
 
 from .cholesky import SolveData
@@ -116,6 +116,37 @@ def lower_solve_kernel(dtype, width: int):
     return lower_solve
 
 
+@functools.cache
+def adjoint_products_kernel(dtype, width: int):
+    """The backward pass of :func:`delassus` (module docstring) for ``Y`` [N, nv] rows of ``width = C`` entries:
+    with ``G_s = G_bar + G_bar^T`` and ``z_k = G_s Y_k`` (``T``'s column ``k``, kept in ``Z`` [N, nv] rows),
+    ``J_bar[:, k] += z_k`` and ``H_bar[a, b] -= Y_a . z_b / 2``."""
+    row = wp.types.vector(width, dtype)
+    square = wp.types.matrix((width, width), dtype)
+    half = dtype(0.5)
+
+    @wp.kernel(enable_backward=False)
+    def adjoint_products(G_bar: wp.array3d(dtype=dtype), Y: wp.array2d(dtype=row), Z: wp.array2d(dtype=row),
+                         J_bar: wp.array3d(dtype=dtype), H_bar: wp.array3d(dtype=dtype)):
+        e = wp.tid()
+        nv = Y.shape[1]
+        G_s = square()
+        for i in range(width):
+            for j in range(width):
+                G_s[i, j] = G_bar[e, i, j] + G_bar[e, j, i]
+        for k in range(nv):
+            z = G_s * Y[e, k]
+            Z[e, k] = z
+            for i in range(width):
+                J_bar[e, i, k] = J_bar[e, i, k] + z[i]
+        for a in range(nv):
+            y = Y[e, a]
+            for b in range(nv):
+                H_bar[e, a, b] = H_bar[e, a, b] - half * wp.dot(y, Z[e, b])
+
+    return adjoint_products
+
+
 def delassus(model, mass, solve, geometry, delassus: DelassusData, tape: wp.Tape | None = None) -> None:
     """``G = J H'^-1 J^T`` [N, C, C] into ``delassus`` for the contact rows ``J`` [N, C = 3F, nv] of ``geometry``
     with the factor of ``solve``. The backward pass adds to the gradients of ``J`` and of ``mass``'s ``H``."""
@@ -134,14 +165,9 @@ def delassus(model, mass, solve, geometry, delassus: DelassusData, tape: wp.Tape
         Y = scratch_array("delassus.Y", (N, nv), row, model.device, zero=False)
         wp.launch(lower_solve, dim=N, inputs=[solve.L, model.dof_parent, W_rows, Y], device=model.device,
                   record_tape=False)
-        Y_t = wp.to_torch(Y).reshape(N, nv, C)
-        G_bar = wp.to_torch(delassus.grads.G)
-        G_sym = wp.to_torch(scratch_array("delassus.G_sym", (N, C, C), model.dtype, model.device, zero=False))
-        T = wp.to_torch(scratch_array("delassus.T", (N, C, nv), model.dtype, model.device, zero=False))
-        torch.add(G_bar, G_bar.transpose(1, 2), out=G_sym)
-        torch.bmm(G_sym, Y_t.transpose(1, 2), out=T)
-        wp.to_torch(geometry.grads.J).add_(T)
-        # -Y G_bar Y^T symmetrised (same gradient upstream, see :mod:`.cholesky`)
-        wp.to_torch(mass.grads.H).baddbmm_(Y_t, T, alpha=-0.5)
+        Z = scratch_array("delassus.Z", (N, nv), row, model.device, zero=False)
+        wp.launch(adjoint_products_kernel(model.dtype, C), dim=N,
+                  inputs=[delassus.grads.G, Y, Z, geometry.grads.J, mass.grads.H], device=model.device,
+                  record_tape=False)
 
     tape.record_func(backward=backward, arrays=[])

@@ -16,7 +16,7 @@ from .adjoint import launch, launch_stage, output_grad
 from .cholesky import SolveData
 from .coordinates import BASE_COORDS, base_funcs, dof_of_joint, q_of_joint
 from .stage_data import StageData, StageInputs, intermediate, kernel_types, stage_input
-from .warp_setup import warp_types
+from .warp_setup import specialized_kernel_name, warp_types
 
 
 @dataclass
@@ -115,12 +115,13 @@ def add_velocity(model, u: wp.array, solve, integration: IntegratorData, tape: w
 
 @functools.cache
 def mean_kernels(dtype, vec):
-    @wp.kernel(enable_backward=False)
+    # both specialisations (scalar torques, vec3 forces) run in one recorded policy step: keys of their own
+    @wp.kernel(enable_backward=False, name=specialized_kernel_name("accumulate", dtype, vec))
     def accumulate(src: wp.array2d(dtype=vec), weight: dtype, acc: wp.array2d(dtype=vec)):
         e, i = wp.tid()
         acc[e, i] = acc[e, i] + src[e, i] * weight
 
-    @wp.kernel(enable_backward=False)
+    @wp.kernel(enable_backward=False, name=specialized_kernel_name("accumulate_adjoint", dtype, vec))
     def accumulate_adjoint(acc_grad: wp.array2d(dtype=vec), weight: dtype, src_grad: wp.array2d(dtype=vec)):
         e, i = wp.tid()
         src_grad[e, i] = src_grad[e, i] + acc_grad[e, i] * weight

@@ -29,7 +29,7 @@ steps, when the tape reverses the step); without one, buffers are reused, and a 
 before is replayed from a recorded graph (:mod:`.replay`; CPU only).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import warp as wp
@@ -65,7 +65,8 @@ class PolicyStepData:
     step's intermediates on a taped advance (the last one only otherwise); ``contact_force`` [N, F] vec3: the mean
     contact force on each foot over the policy step, world frame (N) (``None`` without contact); ``joint_torque``
     [N, n]: the mean drive torque applied over the policy step (N m); ``diverged``
-    [N] int32: 1 where any physics step of the policy step diverged.
+    [N] int32: 1 where any physics step of the policy step diverged. ``states``: on a taped advance, the
+    ``k - 1`` states between the physics steps (with their gradient arrays), else empty.
     """
 
     last: "StepData"
@@ -73,6 +74,7 @@ class PolicyStepData:
     contact_force: wp.array | None
     joint_torque: wp.array
     diverged: wp.array
+    states: list = field(default_factory=list)
 
 
 def _positive(name: str, value) -> float:
@@ -243,10 +245,15 @@ class Simulator:
 
             arrays = (m.arrays, state_in.q, state_in.u, control.joint_target, control.joint_torque, state_out.q,
                       state_out.u, data)
-            settings = (self.dt, self.max_speed, self.max_distance, self.report_body_gaps, GENERATION[0],
-                        *vars(self.contact).values())
-            self._replays.run((*map(id, arrays), *settings), arrays, m.device, run)
+            self._replays.run((*map(id, arrays), *self.replay_settings()), arrays, m.device, run)
         return data
+
+    def replay_settings(self) -> tuple:
+        """Every setting a recorded step bakes in (time step, guards, body-gap reporting, the scratch pool's
+        generation, the contact settings): part of the key of every recorded replay (:mod:`.replay`,
+        :mod:`.taped_replay`)."""
+        return (self.dt, self.max_speed, self.max_distance, self.report_body_gaps, GENERATION[0],
+                *vars(self.contact).values())
 
     def _allocate(self, m: Model) -> StepData:
         return StepData.allocate(m, requires_grad=False, contact=self.contact, body_gaps=self.report_body_gaps)
@@ -270,13 +277,14 @@ class Simulator:
         force_mean = wp.zeros((N, max(F, 1)), dtype=vec3, **kw) if with_contact else None
         torque_mean = wp.zeros((N, m.num_joints), dtype=m.dtype, **kw)
         diverged = wp.zeros(N, dtype=wp.int32, device=m.device)
-        steps = []
+        steps, states = [], []
         previous = state_in
         for i in range(k):
             if i == k - 1:
                 nxt = state_out
             elif taped:
                 nxt = self.empty_state(requires_grad=True)
+                states.append(nxt)
             else:
                 if self._substates is None:
                     self._substates = (self.empty_state(), self.empty_state())
@@ -294,8 +302,7 @@ class Simulator:
             steps.append(data)
             previous = nxt
         return PolicyStepData(last=steps[-1], steps=steps if taped else [steps[-1]], contact_force=force_mean,
-                              joint_torque=torque_mean,
-                              diverged=diverged)
+                              joint_torque=torque_mean, diverged=diverged, states=states)
 
     def _run(self, m: Model, s: State, c: Control, out: State, d: StepData, tape: wp.Tape | None) -> None:
         """The Moreau step (module docstring) from ``s`` under ``c`` into ``out``, intermediates in ``d``."""

@@ -33,6 +33,7 @@ import warp as wp
 from .model import DIFFERENTIABLE, RANDOMIZABLE
 from .simulator import Simulator
 from .state import Control, State
+from .taped_replay import Lease, TapedStep, TapedStepPool
 
 _TORCH_DTYPES = {wp.float32: torch.float32, wp.float64: torch.float64}
 
@@ -62,6 +63,9 @@ def _param_array(model, name: str, tensor: torch.Tensor, own: torch.Tensor) -> w
 class _StepFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, bridge: "TorchSimulator", substeps: int, q, u, joint_target, joint_torque, *params):
+        record = bridge._pool.acquire(substeps) if bridge._pool is not None else None
+        if record is not None:
+            return _StepFunction._forward_recorded(ctx, bridge, record, (q, u, joint_target, joint_torque, *params))
         sim, model = bridge.sim, bridge.sim.model
         tape = wp.Tape()
 
@@ -105,6 +109,8 @@ class _StepFunction(torch.autograd.Function):
             raise RuntimeError("a simulator step can be backpropagated once: its tape is freed by the first "
                                "backward (retain_graph=True does not keep it); run the step again instead")
         ctx.saved_tensors  # noqa: B018 - raises if a parameter tensor was modified in place since the forward
+        if isinstance(ctx.saved[1], Lease):
+            return _StepFunction._backward_recorded(ctx, (g_q, g_u, g_foot_pos, g_foot_vel, g_force, g_tau))
         bridge, tape, state_in, control, state_out, foot_pos, foot_vel, force, tau, arrays = ctx.saved
         outputs = [(state_out.q, g_q), (state_out.u, g_u), (foot_pos, g_foot_pos), (foot_vel, g_foot_vel)]
         if force is not None:
@@ -132,6 +138,51 @@ class _StepFunction(torch.autograd.Function):
         ctx.saved = None
         return (None, None, *outs)
 
+    @staticmethod
+    def _forward_recorded(ctx, bridge: "TorchSimulator", record: TapedStep, inputs):
+        """The forward pass on a lent record (:mod:`.taped_replay`): inputs copied in, the recorded graph run."""
+        model = bridge.sim.model
+        N, F = model.num_envs, model.num_feet
+        record.forward(inputs)
+        d = record.data
+        if d.contact_force is not None:
+            force = wp.to_torch(d.contact_force).reshape(N, F, 3).clone()
+        else:
+            force = torch.zeros((N, F, 3), dtype=bridge.dtype, device=bridge.device)
+        diverged = wp.to_torch(d.diverged).bool().clone()
+        state, gap = bridge._contact_state(d.last)
+        ctx.mark_non_differentiable(diverged, state, gap)
+        ctx.save_for_backward(*inputs[4:])  # an in-place change before the backward is torch's clear error
+        ctx.saved = (bridge, Lease(bridge._pool, record))
+        return (
+            wp.to_torch(record.state_out.q).clone(),
+            wp.to_torch(record.state_out.u).clone(),
+            wp.to_torch(record.foot_pos).reshape(N, F, 3).clone(),
+            wp.to_torch(record.foot_vel).reshape(N, F, 3).clone(),
+            force,
+            diverged,
+            state,
+            gap,
+            wp.to_torch(d.joint_torque).clone(),
+        )
+
+    @staticmethod
+    def _backward_recorded(ctx, grads):
+        ctx.saved_tensors  # noqa: B018 - raises if a parameter tensor was modified in place since the forward
+        bridge, lease = ctx.saved
+        record = lease.record
+        g_q, g_u, g_foot_pos, g_foot_vel, g_force, g_tau = grads
+        output_grads = [g_q, g_u, g_foot_pos, g_foot_vel] + ([g_force] if record.data.contact_force is not None
+                                                             else []) + [g_tau]
+        record.backward(output_grads)
+        needs = ctx.needs_input_grad[2:]  # q, u, joint_target, joint_torque, *params
+        outs = [wp.to_torch(a.grad).clone() if need else None for a, need in zip(record.inputs[:4], needs[:4])]
+        for (name, arr), need in zip(record.params.items(), needs[4:]):
+            outs.append(wp.to_torch(arr.grad).clone().reshape(bridge._params[name].shape)
+                        if need and RANDOMIZABLE[name] else None)
+        ctx.saved = None  # drops the lease: the record goes back to the pool
+        return (None, None, *outs)
+
 
 class TorchSimulator:
     """Differentiable torch front-end of a :class:`Simulator` (same device, same precision).
@@ -143,13 +194,16 @@ class TorchSimulator:
     #: Parameters gradients flow to (the differentiable ones of :data:`~.model.RANDOMIZABLE`).
     parameter_names = DIFFERENTIABLE
 
-    def __init__(self, sim: Simulator):
+    def __init__(self, sim: Simulator, replay_taped: bool = True):
         self.sim = sim
         model = sim.model
         self.dtype = _TORCH_DTYPES[model.dtype]
         self.device = torch.device(model.device)
         self._params = {name: wp.to_torch(arr, requires_grad=False) for name, arr in model.parameter_arrays().items()}
         self._grads: dict[str, wp.array] = {}
+        #: records of taped steps replayed as Warp CPU graphs (:mod:`.taped_replay`); None: every taped step runs
+        #: its Python (other devices, or ``replay_taped=False``)
+        self._pool = TapedStepPool(sim) if replay_taped and str(model.device).startswith("cpu") else None
 
     def parameter_arrays(self) -> dict[str, wp.array]:
         return self.sim.model.parameter_arrays()

@@ -95,3 +95,15 @@ def warp_struct(name: str, module: str, fields: dict[str, type]) -> type:
     cls = type(name, (), {"__annotations__": dict(fields), "__module__": module, "__qualname__": name,
                           "__doc__": f"Warp struct of {name}: fields {', '.join(fields)}."})
     return wp.struct(cls)
+
+
+def specialized_kernel_name(base: str, *specialization) -> str:
+    """A kernel key unique to one specialisation of a kernel factory (e.g. ``accumulate_float64_vec3d``).
+
+    Warp 1.17's CPU graph capture registers the kernels a graph launches by module and key, and a factory's
+    specialisations share both (the key is the function's qualified name): two of them launched in one graph
+    would both run the code registered last (seen: the mean over substeps of the scalar joint torques ran the
+    vec3 kernel of the contact force, writing past its arrays). A factory whose specialisations can meet in one
+    graph names its kernels with this."""
+    parts = [getattr(s, "__name__", str(s)) for s in specialization]
+    return "_".join([base, *("".join(c if c.isalnum() else "_" for c in p) for p in parts)])
