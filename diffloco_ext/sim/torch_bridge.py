@@ -16,6 +16,10 @@ in-place error, never a silently wrong gradient. Randomise out of place instead
 (``params["friction"] = torch.where(reset, new, params["friction"])``): the envs that were not reset keep their
 gradient chain, and a reset env's state cut with ``torch.where`` starts a new one.
 
+Taped steps on the CPU replay recorded Warp graphs (:mod:`.taped_replay`): the records' arrays are reused, so
+the memory below is held by the pool's records (one per step whose backward is pending) instead of allocated per
+step.
+
 Memory: a physics step kept for backward holds the values of its :class:`~.step_data.StepData` (``StepData.nbytes``:
 6.9 KB per environment for ANYmal without contact, 10.7 KB with contact, in float32) until torch frees the
 graph, plus the intermediate states (``nq + nv`` values per env); a policy step of ``k`` substeps holds ``k``
@@ -188,7 +192,10 @@ class TorchSimulator:
     """Differentiable torch front-end of a :class:`Simulator` (same device, same precision).
 
     A step records a tape only when gradients can flow (grad mode on and some input requires grad); otherwise
-    it runs the plain steps with reused buffers.
+    it runs the plain steps with reused buffers. On the CPU a taped step runs on a record lent by a
+    :class:`~.taped_replay.TapedStepPool` (``replay_taped``, default on): its forward and backward passes are
+    recorded once as Warp graphs and replayed, inputs and gradients copied in and out (exactly the values of the
+    plain path; at 128 environments with contact a policy step's forward 21 -> 4.9 ms, its backward 16 -> 7.4 ms).
     """
 
     #: Parameters gradients flow to (the differentiable ones of :data:`~.model.RANDOMIZABLE`).

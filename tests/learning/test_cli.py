@@ -141,7 +141,7 @@ def test_play_reports_the_forward_speed_of_a_task_without_commands(tmp_path, cap
     assert set(metrics) >= {"forward_speed", "speed_error", "terminations", "time_outs"}
     assert math.isfinite(metrics["forward_speed"]) and -5.0 < metrics["forward_speed"] < 5.0
     # speed_error = |v_x - 1 m/s| per step: its mean is at least |mean(v_x) - 1| (Jensen), so the two are consistent
-    assert metrics["speed_error"] >= abs(metrics["forward_speed"] - 1.0) - 1e-9
+    assert metrics["speed_error"] >= abs(metrics["forward_speed"] - 1.0) - 1e-6  # float32 means
     assert metrics["time_outs"] == 0  # 6 policy steps of 10 s episodes
 
 
