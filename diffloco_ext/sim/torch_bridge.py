@@ -210,6 +210,7 @@ class TorchSimulator:
         self._grads: dict[str, wp.array] = {}
         #: records of taped steps replayed as Warp CPU graphs (:mod:`.taped_replay`); None: every taped step runs
         #: its Python (other devices, or ``replay_taped=False``)
+        self._untaped = None  # the arrays untaped steps run on (see _step_without_tape)
         self._pool = TapedStepPool(sim) if replay_taped and str(model.device).startswith("cpu") else None
 
     def parameter_arrays(self) -> dict[str, wp.array]:
@@ -272,23 +273,30 @@ class TorchSimulator:
         return StepOutput(*_StepFunction.apply(self, k, *inputs))
 
     def _step_without_tape(self, q, u, joint_target, joint_torque, params, substeps) -> StepOutput:
-        """The same step with no tape and reused buffers (rollouts that need no gradient, e.g. PPO, evaluation)."""
+        """The same step with no tape, on arrays this bridge keeps (rollouts that need no gradient: PPO,
+        evaluation). The inputs are copied into the same arrays every call, so from the second call on the
+        simulator replays each physics step's recorded graph (:mod:`.replay`) instead of running its Python."""
         sim, model = self.sim, self.sim.model
         N, F = model.num_envs, model.num_feet
-
-        def warp_in(t):
-            return wp.from_torch(t.detach().contiguous(), dtype=model.dtype)
-
-        step_model = model.with_parameters({name: _param_array(model, name, t, self._params[name])
-                                            for name, t in zip(RANDOMIZABLE, params)})
-        state_out = sim.empty_state()
-        data = sim.advance(State(q=warp_in(q), u=warp_in(u)),
-                           Control(joint_target=warp_in(joint_target), joint_torque=warp_in(joint_torque)), state_out,
-                           substeps=substeps, model=step_model)
+        key = id(model.arrays)
+        if self._untaped is None or self._untaped[0] != key:
+            kw = dict(dtype=model.dtype, device=model.device)
+            state_in = State(q=wp.zeros((N, model.nq), **kw), u=wp.zeros((N, model.nv), **kw))
+            control = Control(joint_target=wp.zeros((N, model.num_joints), **kw),
+                              joint_torque=wp.zeros((N, model.num_joints), **kw))
+            arrays = {name: wp.zeros(a.shape, dtype=a.dtype, device=a.device)
+                      for name, a in model.parameter_arrays().items()}
+            inputs = [state_in.q, state_in.u, control.joint_target, control.joint_torque, *arrays.values()]
+            self._untaped = (key, model.arrays, state_in, control, model.with_parameters(arrays), sim.empty_state(),
+                             [wp.to_torch(a) for a in inputs])
+        _, _, state_in, control, step_model, state_out, views = self._untaped
+        for view, tensor in zip(views, (q, u, joint_target, joint_torque, *params)):
+            view.copy_(tensor.detach())
+        data = sim.advance(state_in, control, state_out, substeps=substeps, model=step_model)
         foot_pos, foot_vel = sim.foot_kinematics(state_out.q, state_out.u)
         force = (wp.to_torch(data.contact_force).reshape(N, F, 3) if data.contact_force is not None
                  else torch.zeros((N, F, 3), dtype=self.dtype, device=self.device))
-        return StepOutput(wp.to_torch(state_out.q), wp.to_torch(state_out.u),
+        return StepOutput(wp.to_torch(state_out.q).clone(), wp.to_torch(state_out.u).clone(),
                           wp.to_torch(foot_pos).reshape(N, F, 3), wp.to_torch(foot_vel).reshape(N, F, 3), force,
                           wp.to_torch(data.diverged).bool(), *self._contact_state(data.last),
                           wp.to_torch(data.joint_torque))
