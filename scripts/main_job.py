@@ -14,7 +14,7 @@
 4. Plots (``plots/``): learning curves, commanded vs measured velocity (paper A, Fig. 6 style) in both
    validators, gait (joint trajectories, foot heights against the reference, contact pattern); a video.
 
-    .venv/bin/python scripts/main_job.py [--train_minutes 17] [--num_envs 128] [--episodes 6]
+    .venv/bin/python scripts/main_job.py [--train_minutes 16.5] [--num_envs 128] [--episodes 6]
 
 Prints where everything is, the validation's verdict with its failing gates, and where the report is.
 """
@@ -241,7 +241,8 @@ def _random_commands_stats(run, config) -> _ScenarioStats:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--train_minutes", type=float, default=17.0, help="wall-clock budget of the training")
+    parser.add_argument("--train_minutes", type=float, default=16.5,
+                        help="wall-clock budget of the training (the whole job, install included, fits 20 min)")
     parser.add_argument("--num_envs", type=int, default=128, help="envs per rank")
     parser.add_argument("--ranks", type=int, default=2, help="data-parallel training processes (one per core)")
     parser.add_argument("--episodes", type=int, default=None,
