@@ -39,8 +39,8 @@ class TapedStep:
 
     def __init__(self, sim, substeps: int, key: tuple):
         model = sim.model
-        self.sim, self.substeps, self.key = sim, substeps, key
-        N, n, F = model.num_envs, model.num_joints, model.num_feet
+        self.substeps, self.key = substeps, key
+        N, n = model.num_envs, model.num_joints
         kw = dict(dtype=model.dtype, device=model.device, requires_grad=True)
         self.state_in = State(q=wp.zeros((N, model.nq), **kw), u=wp.zeros((N, model.nv), **kw))
         self.control = Control(joint_target=wp.zeros((N, n), **kw), joint_torque=wp.zeros((N, n), **kw))

@@ -208,9 +208,9 @@ class TorchSimulator:
         self.device = torch.device(model.device)
         self._params = {name: wp.to_torch(arr, requires_grad=False) for name, arr in model.parameter_arrays().items()}
         self._grads: dict[str, wp.array] = {}
+        self._untaped = None  # the arrays untaped steps run on (see _step_without_tape)
         #: records of taped steps replayed as Warp CPU graphs (:mod:`.taped_replay`); None: every taped step runs
         #: its Python (other devices, or ``replay_taped=False``)
-        self._untaped = None  # the arrays untaped steps run on (see _step_without_tape)
         self._pool = TapedStepPool(sim) if replay_taped and str(model.device).startswith("cpu") else None
 
     def parameter_arrays(self) -> dict[str, wp.array]:
