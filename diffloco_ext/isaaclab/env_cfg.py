@@ -12,6 +12,7 @@ same training noise, 12 actions in Isaac Lab's joint order (``target = default +
 | foot_height_reference (1.0) | :class:`~.mdp.foot_height_reference` (the project's functions) |
 | undesired_contact (-1.0 per cm of thigh/shank penetration) | ``undesired_contacts``: count of thighs and shanks with contact force > 1 N (penetration is not observable in PhysX/Newton) |
 | joint_pos_limits (-10), termination (-50), base_height (-50, 0.55 m), alive (1.0) | ``joint_pos_limits`` (soft factor 0.95), ``is_terminated``, ``base_height_l2``, ``is_alive`` |
+| excess_tilt, excess_ang_vel_xy, excess_lin_vel_xy_error (hinge penalties) | :mod:`.mdp`'s terms of the same names (the project's functions) |
 
 Randomisation at every reset, as the project's: foot and body friction U(0.4, 1.2) (Isaac Lab samples static and
 dynamic friction apart, made consistent; the ground's material has the range's lower bound and both combine by
@@ -178,6 +179,12 @@ def rewards_cfg(r: task_cfg.RewardsCfg, foot: task_cfg.FootHeightReferenceCfg, f
         base_height = RewTerm(func=mdp.base_height_l2, weight=r.base_height,
                               params={"target_height": r.base_height_target})
         alive = RewTerm(func=mdp.is_alive, weight=r.alive)
+        excess_tilt = RewTerm(func=diffloco_mdp.excess_tilt, weight=r.excess_tilt,
+                              params={"threshold": r.excess_tilt_threshold})
+        excess_ang_vel_xy = RewTerm(func=diffloco_mdp.excess_ang_vel_xy, weight=r.excess_ang_vel_xy,
+                                    params={"threshold": r.excess_ang_vel_xy_threshold})
+        excess_lin_vel_xy_error = RewTerm(func=diffloco_mdp.excess_lin_vel_xy_error, weight=r.excess_lin_vel_xy_error,
+                                          params={**cmd, "threshold": r.excess_lin_vel_xy_error_threshold})
 
     return RewardsCfg()
 

@@ -4,15 +4,19 @@
   feet-air-time (:class:`diffloco_ext.tasks.velocity.env_cfg.FootHeightReferenceCfg`), with the same definition as
   :func:`diffloco_ext.tasks.velocity.rewards.foot_height_reference` / ``foot_height_tracking_exp`` (the functions
   are reused, so both tasks compute the same number from the same foot heights).
+* :func:`excess_tilt`, :func:`excess_ang_vel_xy`, :func:`excess_lin_vel_xy_error`: the hinge penalties of
+  :mod:`diffloco_ext.tasks.velocity.rewards` (``excess_*_l2``) on Isaac Lab's root-frame quantities.
 """
 
 from __future__ import annotations
 
 import torch
+from isaaclab.envs import mdp
 from isaaclab.managers import ManagerTermBase, RewardTermCfg, SceneEntityCfg
 
 from diffloco_ext.tasks.velocity.env import TROT_PHASE
 from diffloco_ext.tasks.velocity.env_cfg import FootHeightReferenceCfg
+from diffloco_ext.tasks.velocity.rewards import excess_ang_vel_xy_l2, excess_lin_vel_xy_error_l2, excess_tilt_l2
 from diffloco_ext.tasks.velocity.rewards import foot_height_reference as reference_heights
 from diffloco_ext.tasks.velocity.rewards import foot_height_tracking_exp
 
@@ -46,3 +50,20 @@ class foot_height_reference(ManagerTermBase):
         time = env.episode_length_buf.to(foot_height.dtype) * env.step_dt
         h_ref = reference_heights(time, self.phase.to(foot_height.dtype), reference, moving)
         return foot_height_tracking_exp(foot_height, h_ref, reference.std)
+
+
+def excess_tilt(env, threshold: float, asset_cfg: SceneEntityCfg = SceneEntityCfg("robot")) -> torch.Tensor:
+    """``max(0, |g_xy| - threshold)^2`` [N] of the root's projected gravity (the sine of its tilt)."""
+    return excess_tilt_l2(mdp.projected_gravity(env, asset_cfg), threshold)
+
+
+def excess_ang_vel_xy(env, threshold: float, asset_cfg: SceneEntityCfg = SceneEntityCfg("robot")) -> torch.Tensor:
+    """``max(0, |(wx, wy)| - threshold)^2`` [N] (rad²/s²) of the root's angular velocity, root frame."""
+    return excess_ang_vel_xy_l2(mdp.base_ang_vel(env, asset_cfg), threshold)
+
+
+def excess_lin_vel_xy_error(env, command_name: str, threshold: float,
+                            asset_cfg: SceneEntityCfg = SceneEntityCfg("robot")) -> torch.Tensor:
+    """``max(0, |(vx, vy)* - (vx, vy)| - threshold)^2`` [N] (m²/s²), root-frame velocity against the command."""
+    return excess_lin_vel_xy_error_l2(env.command_manager.get_command(command_name),
+                                      mdp.base_lin_vel(env, asset_cfg), threshold)

@@ -112,6 +112,50 @@ def test_tracking_reward_is_one_when_tracking(env):
     torch.testing.assert_close(ref, torch.tensor([[0.08, 0.0], [0.0, 0.0]]), atol=1e-7, rtol=0)
 
 
+def test_fall_proxy_terms_are_zero_while_walking_and_grow_past_their_thresholds():
+    """The hinge penalties (tilt, roll/pitch rate, planar tracking error): zero with zero gradient inside their
+    thresholds, ``(|x| - threshold)^2`` beyond, finite gradients at zero, float64 finite differences."""
+    from diffloco_ext.tasks.velocity import rewards as R
+
+    tilt = math.sin(math.radians(30.0))
+    g = torch.tensor([[0.0, 0.0, -1.0], [0.1, 0.05, -0.99], [0.0, tilt, -math.cos(math.radians(30.0))]],
+                     dtype=torch.float64, requires_grad=True)
+    value = R.excess_tilt_l2(g, 0.2)
+    torch.testing.assert_close(value.detach(), torch.tensor([0.0, 0.0, (tilt - 0.2) ** 2], dtype=torch.float64))
+    value.sum().backward()
+    assert torch.isfinite(g.grad).all() and g.grad[:2].abs().max() == 0.0
+    assert g.grad[2, 1].item() == pytest.approx(2 * (tilt - 0.2))
+    w = torch.tensor([[3.0, -4.0, 7.0], [0.5, 0.5, -9.0]], dtype=torch.float64)
+    torch.testing.assert_close(R.excess_ang_vel_xy_l2(w, 1.5), torch.tensor([3.5**2, 0.0], dtype=torch.float64))
+    cmd = torch.tensor([[1.0, 0.0, 0.3], [0.5, 0.5, 0.0]], dtype=torch.float64)
+    v = torch.tensor([[1.0, 2.0, 0.0], [0.6, 0.4, 0.0]], dtype=torch.float64)
+    torch.testing.assert_close(R.excess_lin_vel_xy_error_l2(cmd, v, 0.5), torch.tensor([1.5**2, 0.0],
+                                                                                        dtype=torch.float64))
+    x = torch.tensor([[0.31, -0.27, -0.9], [1.7, 0.4, 2.0]], dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: R.excess_tilt_l2(t, 0.2) + R.excess_ang_vel_xy_l2(t, 0.3)
+                                    + R.excess_lin_vel_xy_error_l2(cmd, t, 0.1), (x,))
+
+
+def test_fall_proxy_terms_enter_the_reward_with_their_weights():
+    cfg = AnymalDFlatEnvCfg(num_envs=2, seed=3)
+    cfg.sim.dtype = "float64"
+    cfg.observation_noise.enable = cfg.randomization.enable = False
+    cfg.rewards.excess_tilt = -100.0
+    env = VelocityEnv(cfg)
+    env.reset()
+    env.step(torch.zeros(2, 12, dtype=torch.float64))
+    q = env.q.detach().clone()
+    roll = math.radians(40.0)  # env 0 rolled by 40 degrees about the base's x axis, env 1 level
+    q[0, 3:7] = torch.tensor([math.cos(roll / 2), math.sin(roll / 2), 0.0, 0.0], dtype=torch.float64)
+    q[1, 3:7] = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=torch.float64)
+    env.q = q
+    _, terms = env._rewards(env.last_output, (env.q, env.u))
+    expected = -100.0 * (math.sin(roll) - cfg.rewards.excess_tilt_threshold) ** 2 * env.step_dt
+    assert terms["excess_tilt"][0].item() == pytest.approx(expected, rel=1e-9)
+    assert terms["excess_tilt"][1].item() == 0.0
+    assert terms["excess_ang_vel_xy"].abs().max() == 0.0  # weight 0 by default
+
+
 def test_randomisation_stays_in_its_ranges():
     env = make_env(num_envs=64, dtype="float32")
     r = env.cfg.randomization

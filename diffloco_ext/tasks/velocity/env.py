@@ -126,6 +126,11 @@ class VelocityEnv(LocomotionEnv):
                                                                          self.soft_upper)),
             "base_height": (c.base_height, torch.square(self.q[:, 2] - self.ground_height - c.base_height_target)),
             "alive": (c.alive, torch.ones_like(zero)),
+            "excess_tilt": (c.excess_tilt, R.excess_tilt_l2(gravity_b, c.excess_tilt_threshold)),
+            "excess_ang_vel_xy": (c.excess_ang_vel_xy, R.excess_ang_vel_xy_l2(ang_vel_b,
+                                                                             c.excess_ang_vel_xy_threshold)),
+            "excess_lin_vel_xy_error": (c.excess_lin_vel_xy_error, R.excess_lin_vel_xy_error_l2(
+                cmd, lin_vel_b, c.excess_lin_vel_xy_error_threshold)),
         }
         self.foot_height = self.foot_height.detach()
         weighted = {k: w * v * self.step_dt for k, (w, v) in terms.items()}

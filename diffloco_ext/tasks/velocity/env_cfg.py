@@ -117,6 +117,12 @@ class RewardsCfg:
     * ``alive`` 1.0: a constant per step survived, so that the critic values survival above a fall whatever the
       sign of the other terms (DiffRL's Ant gets the same from its height reward). With both, SHAC runs went from
       falling within 1-4 s to surviving whole episodes.
+    * ``excess_tilt``, ``excess_ang_vel_xy``, ``excess_lin_vel_xy_error``: hinge penalties ``max(0, |x| - threshold)^2``
+      on the base's tilt (``|g_xy|``, the sine of the angle from level), its roll/pitch rate and the planar tracking
+      error: zero (and no gradient) in normal walking, growing as the robot tips or slides away from the command,
+      where the termination that follows has no gradient and the exponential tracking kernel has lost its own
+      (differentiable stand-ins for a fall; the policies' falls are sideways roll-overs in command transients,
+      docs/tasks.md). 0 by default here; the weights the main job trains with are in ``scripts/main_job.py``.
     """
 
     track_lin_vel_xy: float = 1.0
@@ -136,6 +142,12 @@ class RewardsCfg:
     termination: float = -50.0
     base_height: float = -50.0
     alive: float = 1.0
+    excess_tilt: float = 0.0
+    excess_tilt_threshold: float = 0.2  # |g_xy|, the sine of the base's tilt (0.2: 11.5 degrees)
+    excess_ang_vel_xy: float = 0.0
+    excess_ang_vel_xy_threshold: float = 1.5  # rad/s
+    excess_lin_vel_xy_error: float = 0.0
+    excess_lin_vel_xy_error_threshold: float = 0.5  # m/s
     base_height_target: float = 0.55  # m above the ground (ANYmal D stands at 0.545 m in the default pose)
 
 

@@ -37,6 +37,35 @@ def flat_orientation_l2(projected_gravity_b: torch.Tensor) -> torch.Tensor:
     return torch.sum(torch.square(projected_gravity_b[:, :2]), dim=1)
 
 
+def excess_l2(value: torch.Tensor, threshold: float) -> torch.Tensor:
+    """``max(0, value - threshold)^2``: zero (with zero gradient) up to ``threshold``, quadratic beyond it."""
+    return torch.square(torch.relu(value - threshold))
+
+
+def planar_norm(vector: torch.Tensor) -> torch.Tensor:
+    """``|(x, y)|`` of [N, >=2] vectors, with a finite gradient at zero (a 1e-12 floor under the square root)."""
+    return torch.sqrt(torch.sum(torch.square(vector[:, :2]), dim=1) + 1e-12)
+
+
+def excess_tilt_l2(projected_gravity_b: torch.Tensor, threshold: float) -> torch.Tensor:
+    """``max(0, |g_xy| - threshold)^2``: the base's tilt beyond ``threshold`` (``|g_xy|`` is the sine of the tilt
+    from level, ``g`` the unit gravity direction in the base frame); zero while walking, growing as the robot
+    rolls or pitches over."""
+    return excess_l2(planar_norm(projected_gravity_b), threshold)
+
+
+def excess_ang_vel_xy_l2(ang_vel_b: torch.Tensor, threshold: float) -> torch.Tensor:
+    """``max(0, |(wx, wy)| - threshold)^2`` (rad²/s²): roll and pitch rates beyond ``threshold`` rad/s (base frame)."""
+    return excess_l2(planar_norm(ang_vel_b), threshold)
+
+
+def excess_lin_vel_xy_error_l2(command: torch.Tensor, lin_vel_b: torch.Tensor, threshold: float) -> torch.Tensor:
+    """``max(0, |(vx, vy)* - (vx, vy)| - threshold)^2`` (m²/s²): a planar tracking error beyond ``threshold`` m/s,
+    where the exponential tracking kernel has lost its gradient (a base sliding or tipping away from the
+    command)."""
+    return excess_l2(planar_norm(command[:, :2] - lin_vel_b[:, :2]), threshold)
+
+
 def joint_torques_l2(torque: torch.Tensor) -> torch.Tensor:
     """Sum of squared joint torques (N²m²), the torques applied over the policy step (their mean)."""
     return torch.sum(torch.square(torque), dim=1)
