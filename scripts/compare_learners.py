@@ -68,52 +68,14 @@ def smooth(x: np.ndarray, k: int) -> np.ndarray:
     return np.convolve(x, np.ones(k) / k, mode="valid")
 
 
-def checkpoints(run_dir: str) -> list[tuple[int, str]]:
-    """``[(iteration, path)]`` of the run's ``model_<it>.pt`` files, by iteration."""
-    found = []
-    for name in os.listdir(run_dir):
-        stem, ext = os.path.splitext(name)
-        if ext == ".pt" and stem.startswith("model_") and stem[6:].isdigit():
-            found.append((int(stem[6:]), os.path.join(run_dir, name)))
-    return sorted(found)
-
-
 def closed_loop(run_dir: str, task: str, config_path: str, backend: str = "hard") -> list[dict]:
     """Each checkpoint of ``run_dir`` measured on the random-command scenario of ``config_path`` in ``backend``:
-    ``[{"iteration", "lin_vel_error" (m/s), "ang_vel_error" (rad/s), "fall_rate"}]``."""
-    import tempfile
+    ``[{"iteration", "lin_vel_error" (m/s), "ang_vel_error" (rad/s), "fall_rate", ...}]``."""
+    from diffloco_ext.validation.checkpoint_selection import measure_checkpoints, run_checkpoints
 
-    from diffloco_ext.validation import backend_registry
-    from diffloco_ext.validation.closed_loop import TaskInterface, plan_episodes, run_batch
-    from diffloco_ext.validation.gates import scenario_metrics
-    from diffloco_ext.validation.policy_io import load_checkpoint
-    from diffloco_ext.validation.robot_kinematics import RobotKinematics
-    from diffloco_ext.validation.scenarios import load_config
-
-    interface = TaskInterface.from_task(task)
-    config = load_config(config_path)
-    scenarios = [s for s in config.scenarios if s.name == "random_commands"]
-    if not scenarios:
-        raise ValueError(f"{config_path} has no 'random_commands' scenario")
-    specs = plan_episodes(scenarios)
-    sim = backend_registry.make_backend(backend, interface.robot, len(specs), policy_dt=interface.policy_dt)
-    kinematics = RobotKinematics(interface.robot, len(specs))
-    rows = []
-    try:
-        for iteration, path in checkpoints(run_dir):
-            with tempfile.TemporaryDirectory() as export_dir:
-                policy = load_checkpoint(path, task, export_dir, interface.num_obs, interface.num_actions)
-                result = run_batch(sim, policy, interface, kinematics, specs, config.settings)
-            m = scenario_metrics([row for _, row in result.episodes], interface.robot.actuator.effort_limit)
-            rows.append({"iteration": iteration, "lin_vel_error": m["lin_vel_error"],
-                         "ang_vel_error": m["ang_vel_error"], "fall_rate": m["fall_rate"]})
-            print(f"[compare] {os.path.basename(run_dir)} model_{iteration}: v_xy err {m['lin_vel_error']:.3f} m/s, "
-                  f"w_z err {m['ang_vel_error']:.3f} rad/s, falls {m['fall_rate']:.0%}", flush=True)
-    finally:
-        close = getattr(sim, "close", None)
-        if close is not None:
-            close()
-    return rows
+    name = os.path.basename(run_dir)
+    return measure_checkpoints(run_checkpoints(run_dir), task, config_path, backend,
+                               printer=lambda line: print(f"[compare] {name} {line}", flush=True))
 
 
 def logged_step(run_dir: str, iteration: int) -> int:

@@ -323,3 +323,23 @@ def test_command_curriculum_widens_from_its_initial_ranges():
     assert plain.progress == 1.0 and plain.current_range("lin_vel_x") == (-1.0, 1.0)
     scaled = VelocityCommand(CommandsCfg(curriculum_steps=100, curriculum_initial_scale=0.3), 8, "cpu", gen)
     assert scaled.current_range("ang_vel_z") == pytest.approx((-0.3, 0.3))
+
+
+def test_resampling_period_shortens_once_the_curriculum_is_done():
+    """``resampling_time_final`` applies once the commands have reached their full ranges, not before."""
+    from diffloco_ext.tasks.velocity.commands import VelocityCommand
+    from diffloco_ext.tasks.velocity.env_cfg import CommandsCfg
+
+    cfg = CommandsCfg(curriculum_steps=100, curriculum_initial_lin_vel_x=(0.5, 1.0), resampling_time=10.0,
+                      resampling_time_final=4.0)
+    cmd = VelocityCommand(cfg, 8, "cpu", torch.Generator().manual_seed(0))
+    everyone = torch.ones(8, dtype=torch.bool)
+    cmd.resample(everyone)
+    assert cmd.resampling_time == 10.0 and float(cmd.time_left.max()) == 10.0
+    cmd.steps = 100
+    cmd.resample(everyone)
+    assert cmd.resampling_time == 4.0 and float(cmd.time_left.max()) == 4.0
+    for _ in range(200):  # 4 s of policy steps: every env resampled once more, on the new period
+        cmd.update(0.02, torch.zeros(8))
+    assert float(cmd.time_left.max()) <= 4.0
+    assert VelocityCommand(CommandsCfg(), 2, "cpu", torch.Generator()).resampling_time == 10.0

@@ -50,7 +50,16 @@ class VelocityCommand:
         self.heading_target = torch.where(m, heading, self.heading_target)
         self.is_heading_env = torch.where(m, heading_env & c.heading_command, self.is_heading_env)
         self.is_standing_env = torch.where(m, standing, self.is_standing_env)
-        self.time_left = torch.where(m, torch.full_like(self.time_left, c.resampling_time), self.time_left)
+        self.time_left = torch.where(m, torch.full_like(self.time_left, self.resampling_time), self.time_left)
+
+    @property
+    def resampling_time(self) -> float:
+        """The resampling period now (s): ``resampling_time``, or ``resampling_time_final`` once the curriculum
+        has reached the full ranges."""
+        c = self.cfg
+        if c.resampling_time_final is not None and self.progress >= 1.0:
+            return c.resampling_time_final
+        return c.resampling_time
 
     @property
     def progress(self) -> float:

@@ -53,6 +53,11 @@ class CommandsCfg:
     over all directions average the first-order gradient of a command-independent gait to about zero."""
     curriculum_initial_lin_vel_y: tuple[float, float] | None = None
     curriculum_initial_ang_vel_z: tuple[float, float] | None = None
+    resampling_time_final: float | None = None
+    """Resampling period (s) once the curriculum has reached the full ranges (at once without a curriculum; None: ``resampling_time``
+    throughout). A training choice, not part of the interface: a shorter period puts more command changes in
+    each rollout, and the falls of the trained policies are sideways roll-overs in the seconds after a command
+    change (docs/tasks.md, session 8)."""
 
     @property
     def has_curriculum(self) -> bool:

@@ -1,0 +1,93 @@
+"""Checkpoints of a run measured closed-loop, as deployed, and the one to ship chosen by falls, then tracking.
+
+A training run's late checkpoints differ more in how often they fall than their training curves show (the main
+job's SHAC runs: 16-22 % falls in 100 random-command episodes from one checkpoint to the next, docs/tasks.md): the
+training curve reads the training distribution with its randomisation and exploration noise, not the deployed
+policy. This measures each checkpoint as :mod:`.validation_run` does (the exported TorchScript policy,
+deterministic, in the given backend, the task's own observation code) on the random-command scenario of a
+validation config, and picks the one with the fewest falls, ties broken by the planar tracking error.
+
+The selection episodes should not be the ones the chosen policy is reported on: :func:`measure_checkpoints` takes
+the seeds to use (the main job selects on seed 1, its report and the task issue's measurement use seed 0).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Callable
+
+from . import backend_registry
+from .closed_loop import TaskInterface, plan_episodes, run_batch
+from .gates import scenario_metrics
+from .policy_io import load_checkpoint
+from .robot_kinematics import RobotKinematics
+from .scenarios import load_config
+
+_MODEL = re.compile(r"model_(\d+)\.pt$")
+
+
+def run_checkpoints(run_dir: str, since: int = 0) -> list[tuple[int, str]]:
+    """``[(iteration, path)]`` of the ``model_<iteration>.pt`` files in ``run_dir`` with ``iteration >= since``,
+    by iteration."""
+    found = []
+    for name in os.listdir(run_dir):
+        match = _MODEL.fullmatch(name)
+        if match and int(match.group(1)) >= since:
+            found.append((int(match.group(1)), os.path.join(run_dir, name)))
+    return sorted(found)
+
+
+def measure_checkpoints(checkpoints: list[tuple[int, str]], task: str, config_path: str, backend: str = "hard",
+                        scenario: str = "random_commands", seeds: list[int] | None = None,
+                        episodes: int | None = None, printer: Callable[[str], None] | None = print) -> list[dict]:
+    """Each checkpoint on ``scenario`` of the validation config ``config_path`` in ``backend``.
+
+    Args:
+        checkpoints: ``[(iteration, path)]`` (e.g. :func:`run_checkpoints`).
+        task: the registered task id of the checkpoints (its observation code and conventions).
+        seeds, episodes: override the scenario's seeds / episodes per seed (None: the config's).
+
+    Returns:
+        ``[{"iteration", "path", "lin_vel_error" (m/s), "ang_vel_error" (rad/s), "fall_rate" (0-1), "falls",
+        "episodes"}]`` in the order given.
+    """
+    interface = TaskInterface.from_task(task)
+    config = load_config(config_path)
+    chosen = [s for s in config.scenarios if s.name == scenario]
+    if not chosen:
+        raise ValueError(f"{config_path} has no scenario '{scenario}' (it has "
+                         f"{[s.name for s in config.scenarios]})")
+    if seeds is not None:
+        chosen[0].seeds = list(seeds)
+    if episodes is not None:
+        chosen[0].episodes = int(episodes)
+    specs = plan_episodes(chosen)
+    sim = backend_registry.make_backend(backend, interface.robot, len(specs), policy_dt=interface.policy_dt)
+    kinematics = RobotKinematics(interface.robot, len(specs))
+    rows = []
+    try:
+        for iteration, path in checkpoints:
+            with tempfile.TemporaryDirectory() as export_dir:
+                policy = load_checkpoint(path, task, export_dir, interface.num_obs, interface.num_actions)
+                result = run_batch(sim, policy, interface, kinematics, specs, config.settings)
+            m = scenario_metrics([row for _, row in result.episodes], interface.robot.actuator.effort_limit)
+            rows.append({"iteration": iteration, "path": path, "lin_vel_error": m["lin_vel_error"],
+                         "ang_vel_error": m["ang_vel_error"], "fall_rate": m["fall_rate"],
+                         "falls": int(round(m["fall_rate"] * len(specs))), "episodes": len(specs)})
+            if printer is not None:
+                printer(f"model_{iteration}: v_xy err {m['lin_vel_error']:.3f} m/s, w_z err "
+                        f"{m['ang_vel_error']:.3f} rad/s, falls {rows[-1]['falls']}/{len(specs)}")
+    finally:
+        close = getattr(sim, "close", None)
+        if close is not None:
+            close()
+    return rows
+
+
+def select_checkpoint(rows: list[dict]) -> dict:
+    """The row with the fewest falls, ties broken by the lower planar tracking error (then the later iteration)."""
+    if not rows:
+        raise ValueError("no checkpoints to select from")
+    return min(rows, key=lambda r: (r["fall_rate"], r["lin_vel_error"], -r["iteration"]))
