@@ -3,7 +3,12 @@
 1. Train ``DiffLoco-Velocity-Flat-AnymalD`` with SHAC from scratch (smoothed contact) within a wall-clock budget
    (``--train_minutes``; the iteration count is fitted to it after the first iterations). Logs and checkpoints
    in ``logs/shac/anymal_d_flat/<timestamp>_main_job/``.
-2. Export the policy as deployed: ``exported/policy.pt`` (TorchScript) and ``exported/policy.onnx`` (observation
+2. Choose the checkpoint to ship: the run's checkpoints from ``--select_from`` (a fraction of the run) on are
+   measured closed-loop as deployed, in hard contact, on 100 random-command episodes of seed 1
+   (``config/validation/anymal_d_random100.yaml``; the task issue's measurement and the report use seed 0); the one
+   with the fewest falls (then the lowest planar error) is exported
+   (``diffloco_ext.validation.checkpoint_selection``; ``--select_from 1`` ships the last one).
+   Export the policy as deployed: ``exported/policy.pt`` (TorchScript) and ``exported/policy.onnx`` (observation
    normaliser inside, ``[B, 48] -> [B, 12]``), checked against the torch policy.
 3. Validate the exported TorchScript policy before hardware (``diffloco_ext.validation``, as
    ``scripts/validate.py``): the scenarios and gates of ``config/validation/anymal_d.yaml`` (velocity sweeps,
@@ -14,7 +19,7 @@
 4. Plots (``plots/``): learning curves, commanded vs measured velocity (paper A, Fig. 6 style) in both
    validators, gait (joint trajectories, foot heights against the reference, contact pattern); a video.
 
-    .venv/bin/python scripts/main_job.py [--train_minutes 16.5] [--num_envs 128] [--episodes 6]
+    .venv/bin/python scripts/main_job.py [--train_minutes 15.5] [--num_envs 128] [--episodes 6] [--select_from 0.6]
 
 Prints where everything is, the validation's verdict with its failing gates, and where the report is.
 """
@@ -43,6 +48,11 @@ from diffloco_ext.learning.runner import make_runner  # noqa: E402
 from diffloco_ext.sim.contact import ContactParams  # noqa: E402
 from diffloco_ext.tasks import registry  # noqa: E402
 from diffloco_ext.tasks.cfg_override import apply_overrides, parse_overrides  # noqa: E402
+from diffloco_ext.validation.checkpoint_selection import (  # noqa: E402
+    measure_checkpoints,
+    run_checkpoints,
+    select_checkpoint,
+)
 from diffloco_ext.validation.closed_loop import TaskInterface  # noqa: E402
 from diffloco_ext.validation.policy_io import load_policy_file  # noqa: E402
 from diffloco_ext.validation.scenarios import default_config_path, load_config  # noqa: E402
@@ -69,13 +79,14 @@ TRAINING_OVERRIDES = ["env.observation_noise.enable=false", "env.rewards.track_l
                       "env.commands.curriculum_initial_lin_vel_y=[0.0, 0.0]",
                       "env.commands.curriculum_initial_ang_vel_z=[0.0, 0.0]", "env.commands.curriculum_steps=9600",
                       "agent.algorithm.value_gradient_scale=0.2", "agent.algorithm.value_gradient_scale_final=1.0",
-                      "agent.algorithm.value_gradient_ramp=[300, 320]",
+                      "agent.algorithm.value_gradient_ramp=[300, 320]", "env.commands.resampling_time_final=4.0",
                       "env.randomization.friction=[0.7, 1.2]",
                       "env.randomization.push_velocity_xy=0.0", "env.randomization.base_mass_scale=[0.9, 1.1]",
                       "env.randomization.base_com_xy=0.02", "env.randomization.stiffness_scale=[0.95, 1.05]",
                       "env.randomization.damping_scale=[0.95, 1.05]"]
 STANCE_HEIGHT = 0.01  # m: a foot sphere's bottom this close to the ground counts as stance in the gait plot
 SCRIPTS = os.path.dirname(os.path.abspath(__file__))
+SELECTION_CONFIG = os.path.join(os.path.dirname(SCRIPTS), "config", "validation", "anymal_d_random100.yaml")
 VALIDATORS = {"hard": "diffloco hard contact", "mujoco": "MuJoCo"}  # backend -> the summary's validator name
 
 
@@ -239,15 +250,40 @@ def _random_commands_stats(run, config) -> _ScenarioStats:
                           run.fall_times.get(scenario.name, []), scenario.duration_s, run.traces[scenario.name])
 
 
+def select(args, log_dir: str, iterations: int) -> dict:
+    """Measure the run's checkpoints from ``args.select_from`` of its ``iterations`` on (hard contact, 100
+    random-command episodes of seed 1, the deployed policy) and choose the one to ship. Returns ``{"candidates":
+    rows, "chosen": row, "seconds"}``."""
+    start = time.time()
+    candidates = run_checkpoints(log_dir, since=int(args.select_from * iterations))
+    if not candidates or args.select_from >= 1.0:
+        candidates = run_checkpoints(log_dir)[-1:]
+    print(f"[main_job]   choosing among {len(candidates)} checkpoint(s) closed-loop (hard contact, "
+          f"{args.select_episodes} random-command episodes of seed 1)", flush=True)
+    if len(candidates) == 1:
+        rows = [{"iteration": candidates[0][0], "path": candidates[0][1]}]
+    else:
+        rows = measure_checkpoints(candidates, TASK, SELECTION_CONFIG, "hard", seeds=[1],
+                                   episodes=args.select_episodes,
+                                   printer=lambda line: print(f"[main_job]     {line}", flush=True))
+    chosen = select_checkpoint(rows) if len(rows) > 1 else rows[0]
+    print(f"[main_job]   shipping model_{chosen['iteration']}.pt", flush=True)
+    return {"candidates": rows, "chosen": chosen, "seconds": time.time() - start}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--train_minutes", type=float, default=16.5,
+    parser.add_argument("--train_minutes", type=float, default=15.5,
                         help="wall-clock budget of the training (the whole job, install included, fits 20 min)")
     parser.add_argument("--num_envs", type=int, default=128, help="envs per rank")
     parser.add_argument("--ranks", type=int, default=2, help="data-parallel training processes (one per core)")
     parser.add_argument("--episodes", type=int, default=None,
                         help="random-command validation episodes per seed (default: the scenario file's)")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--select_from", type=float, default=0.6,
+                        help="ship the best checkpoint (closed loop: falls, then tracking) saved after this fraction "
+                             "of the run (1: the last checkpoint)")
+    parser.add_argument("--select_episodes", type=int, default=100, help="episodes per checkpoint in the selection")
     parser.add_argument("--log_root", default="logs")
     parser.add_argument("--no_video", action="store_true")
     parser.add_argument("--strict", action="store_true", help="exit non-zero when the validation FAILs")
@@ -257,8 +293,13 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     runner, env, log_dir, train_s = train(args)
     checkpoint = get_checkpoint_path(os.path.dirname(log_dir), os.path.basename(log_dir), r"model_\d+\.pt")
+    trained_iterations = runner.current_learning_iteration
+    selection = select(args, log_dir, trained_iterations)
+    if selection["chosen"]["path"] != checkpoint:
+        checkpoint = selection["chosen"]["path"]
+        runner.load(checkpoint, load_cfg={"actor": True, "critic": True})
 
-    print("[main_job] 2/4 exporting the policy", flush=True)
+    print(f"[main_job] 2/4 exporting the policy of {os.path.basename(checkpoint)}", flush=True)
     policy_torch = runner.get_inference_policy()
     export_dir = os.path.join(log_dir, "exported")
     jit_path = export_policy_as_jit(policy_torch, export_dir, "policy.pt")
@@ -298,7 +339,11 @@ def main(argv: list[str] | None = None) -> int:
 
         video = write_mp4(render_states(robot, qs), os.path.join(log_dir, "videos", "walk.mp4"), fps=1 / env.step_dt)
 
-    summary = {"task": TASK, "checkpoint": checkpoint, "iterations": runner.current_learning_iteration,
+    summary = {"task": TASK, "checkpoint": checkpoint, "iterations": trained_iterations,
+               "shipped_iteration": selection["chosen"]["iteration"],
+               "selection": {"seconds": selection["seconds"], "episodes_seed": 1,
+                             "candidates": [{k: v for k, v in r.items() if k != "path"}
+                                            for r in selection["candidates"]]},
                "train_seconds": train_s, "total_seconds": time.time() - t0, "exported": [jit_path, onnx_path],
                "export_errors": export_errors, "training_final": training_final,
                "validation": {k: v.summary() for k, v in results.items()}, "validation_seconds": timings,
@@ -309,7 +354,8 @@ def main(argv: list[str] | None = None) -> int:
     with open(os.path.join(log_dir, "main_job_summary.json"), "w") as f:
         json.dump(summary, f, indent=2)
     print("\n[main_job] done in {:.1f} min".format(summary["total_seconds"] / 60))
-    print(f"  checkpoint: {checkpoint}")
+    print(f"  checkpoint: {checkpoint} (chosen of {len(selection['candidates'])} closed-loop; "
+          f"{trained_iterations} iterations trained)")
     print(f"  exported:   {jit_path}, {onnx_path} (max |exported - torch| {max(export_errors.values()):.1e})")
     print(f"  plots:      {plots}/ (learning_curves, velocity_tracking, gait)")
     print(f"  video:      {video}")

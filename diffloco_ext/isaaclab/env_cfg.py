@@ -135,11 +135,13 @@ def commands_cfg(c: task_cfg.CommandsCfg):
     if c.has_curriculum:
         raise ValueError("the command curriculum of the project's task has no Isaac Lab counterpart here; "
                          "use curriculum_steps = 0")
+    # without a curriculum the project's task uses resampling_time_final (if set) from the start
+    period = c.resampling_time if c.resampling_time_final is None else c.resampling_time_final
 
     @configclass
     class CommandsCfg:
         base_velocity = mdp.UniformVelocityCommandCfg(
-            asset_name="robot", resampling_time_range=(c.resampling_time, c.resampling_time),
+            asset_name="robot", resampling_time_range=(period, period),
             rel_standing_envs=c.rel_standing_envs, rel_heading_envs=c.rel_heading_envs,
             heading_command=c.heading_command, heading_control_stiffness=c.heading_control_stiffness,
             debug_vis=False,

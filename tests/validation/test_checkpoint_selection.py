@@ -1,0 +1,64 @@
+"""Checkpoint selection: the run's checkpoints measured closed-loop as deployed, the one with the fewest falls (then
+the lowest planar error) chosen; the selection's own episodes (seeds) are settable; bad input is a clear error."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import pytest
+
+from diffloco_ext.validation.checkpoint_selection import measure_checkpoints, run_checkpoints, select_checkpoint
+
+TASK = "DiffLoco-Velocity-Flat-AnymalD"
+SCRIPTS = os.path.join(os.path.dirname(__file__), "..", "..", "scripts")
+
+
+def test_select_prefers_fewer_falls_then_lower_tracking_error():
+    rows = [{"iteration": 500, "fall_rate": 0.12, "lin_vel_error": 0.10},
+            {"iteration": 550, "fall_rate": 0.08, "lin_vel_error": 0.14},
+            {"iteration": 600, "fall_rate": 0.08, "lin_vel_error": 0.12},
+            {"iteration": 650, "fall_rate": 0.20, "lin_vel_error": 0.09}]
+    assert select_checkpoint(rows)["iteration"] == 600
+    tie = [{"iteration": 1, "fall_rate": 0.0, "lin_vel_error": 0.1}, {"iteration": 2, "fall_rate": 0.0,
+                                                                      "lin_vel_error": 0.1}]
+    assert select_checkpoint(tie)["iteration"] == 2  # an exact tie: the later checkpoint
+    with pytest.raises(ValueError, match="no checkpoints"):
+        select_checkpoint([])
+
+
+def test_run_checkpoints_lists_model_files_by_iteration(tmp_path):
+    for name in ("model_5.pt", "model_50.pt", "model_100.pt", "model_x.pt", "notes.txt", "model_7.pt.bak"):
+        (tmp_path / name).write_bytes(b"")
+    assert [i for i, _ in run_checkpoints(str(tmp_path))] == [5, 50, 100]
+    assert [i for i, _ in run_checkpoints(str(tmp_path), since=50)] == [50, 100]
+    assert run_checkpoints(str(tmp_path), since=101) == []
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    spec = importlib.util.spec_from_file_location("train", os.path.join(SCRIPTS, "train.py"))
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+    root = tmp_path_factory.mktemp("runs")
+    return train.main(["--task", TASK, "--algo", "shac", "--num_envs", "4", "--log_root", str(root),
+                       "agent.num_steps_per_env=4", "agent.save_interval=1", "--max_iterations", "2"])
+
+
+def test_measure_checkpoints_as_deployed_on_chosen_seeds(tiny_run, tmp_path):
+    config = tmp_path / "tiny.yaml"
+    # no warm-up: an untrained policy may fall within the default 1 s, and every step before a fall is measured
+    config.write_text("extends: anymal_d\nsettings: {seeds: [0], warmup_s: 0.0}\nscenarios:\n"
+                      "  - name: random_commands\n    episodes: 2\n    duration_s: 0.5\n")
+    candidates = run_checkpoints(tiny_run)
+    assert len(candidates) >= 2
+    lines = []
+    rows = measure_checkpoints(candidates, TASK, str(config), "hard", seeds=[1, 2], episodes=3, printer=lines.append)
+    assert [r["iteration"] for r in rows] == [i for i, _ in candidates] and len(lines) == len(rows)
+    for row in rows:
+        assert row["episodes"] == 6  # 3 episodes x 2 seeds, as asked (the file says 2 x 1)
+        assert 0 <= row["falls"] <= 6 and row["falls"] == round(row["fall_rate"] * 6)
+        assert row["lin_vel_error"] >= 0.0 and row["ang_vel_error"] >= 0.0
+    assert select_checkpoint(rows) in rows
+    with pytest.raises(ValueError, match="no scenario 'no_such_scenario'"):
+        measure_checkpoints(candidates, TASK, str(config), "hard", scenario="no_such_scenario")
