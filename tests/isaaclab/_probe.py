@@ -54,6 +54,19 @@ def probe_env(engine: str) -> dict:
     out["obs_finite"] = finite
     out["mean_reward"] = float(np.mean(rewards))
     out["reward_terms"] = list(env.reward_manager.active_terms)
+    # the project's hinge terms (weight 0 by default, so the reward manager skips them): called directly with
+    # threshold 0 they give |x|^2 of the quantity each is meant to read
+    from diffloco_ext.isaaclab import mdp as diffloco_mdp
+
+    command = env.command_manager.get_command("base_velocity")
+    out["excess_terms"] = {
+        "tilt": diffloco_mdp.excess_tilt(env, 0.0).double().tolist(),
+        "ang_vel_xy": diffloco_mdp.excess_ang_vel_xy(env, 0.0).double().tolist(),
+        "lin_vel_xy_error": diffloco_mdp.excess_lin_vel_xy_error(env, "base_velocity", 0.0).double().tolist()}
+    out["excess_expected"] = {
+        "tilt": data.projected_gravity_b.torch[:, :2].double().square().sum(1).tolist(),
+        "ang_vel_xy": data.root_ang_vel_b.torch[:, :2].double().square().sum(1).tolist(),
+        "lin_vel_xy_error": (command[:, :2] - data.root_lin_vel_b.torch[:, :2]).double().square().sum(1).tolist()}
     # a known joint state, by name: the observation's joint block must list it in the policy's order
     values = {name: 0.05 * (i + 1) for i, name in enumerate(sorted(robot.joint_names))}
     position = torch.tensor([[values[n] for n in robot.joint_names]] * 4, dtype=torch.float32)
