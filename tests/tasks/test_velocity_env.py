@@ -343,3 +343,39 @@ def test_resampling_period_shortens_once_the_curriculum_is_done():
         cmd.update(0.02, torch.zeros(8))
     assert float(cmd.time_left.max()) <= 4.0
     assert VelocityCommand(CommandsCfg(), 2, "cpu", torch.Generator()).resampling_time == 10.0
+
+
+def test_boundary_commands_move_a_fraction_to_the_edge_once_the_curriculum_is_done():
+    """``boundary_command_fraction`` moves that fraction of the planar commands out along their direction to
+    ``boundary_command_scale`` of the range box's edge (so corners such as (1, 1) come up more often), inside the
+    ranges, and only once the curriculum has reached the full ranges; the default keeps Isaac Lab's uniform draw."""
+    from diffloco_ext.tasks.velocity.commands import VelocityCommand
+    from diffloco_ext.tasks.velocity.env_cfg import CommandsCfg
+
+    n = 20000
+    everyone = torch.ones(n, dtype=torch.bool)
+
+    def draw(cfg, steps=0):
+        cmd = VelocityCommand(cfg, n, "cpu", torch.Generator().manual_seed(0))
+        cmd.steps = steps
+        cmd.resample(everyone)
+        return cmd.command
+
+    uniform = draw(CommandsCfg(rel_standing_envs=0.0))
+    edge = draw(CommandsCfg(rel_standing_envs=0.0, boundary_command_fraction=0.5, boundary_command_scale=(0.9, 1.0)))
+    fast = lambda c: float((torch.linalg.norm(c[:, :2], dim=1) > 1.1).float().mean())  # noqa: E731
+    assert fast(uniform) == pytest.approx(0.11, abs=0.01)  # the corners beyond 1.1 m/s of the uniform square
+    assert fast(edge) > 0.2 and float(edge[:, :2].abs().max()) <= 1.0
+    # a moved command keeps its direction and lies between 0.9 and 1 of the way to the box's edge
+    reach = edge[:, :2].abs().max(dim=1).values
+    moved = reach >= 0.9
+    assert 0.5 <= float(moved.float().mean()) <= 0.6  # half moved, plus the uniform draws already that far out
+    assert torch.equal(edge[:, 2], uniform[:, 2])  # the yaw rate is not touched
+    cross = edge[:, 0] * uniform[:, 1] - edge[:, 1] * uniform[:, 0]
+    assert float(cross.abs().max()) < 1e-5 and bool(((edge[:, :2] * uniform[:, :2]).sum(1) >= 0).all())
+    # during a curriculum the draws stay uniform in the current (narrowed) ranges
+    cur = CommandsCfg(rel_standing_envs=0.0, boundary_command_fraction=1.0, curriculum_steps=100,
+                      curriculum_initial_lin_vel_x=(0.5, 1.0), curriculum_initial_lin_vel_y=(0.0, 0.0))
+    early, done = draw(cur, steps=10), draw(cur, steps=100)
+    assert float(early[:, 1].abs().max()) <= 0.1 + 1e-6
+    assert float(done[:, :2].abs().max(dim=1).values.min()) >= 0.85 - 1e-6

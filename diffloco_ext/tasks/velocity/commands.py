@@ -42,6 +42,8 @@ class VelocityCommand:
             return self._uniform(low, high, n)
 
         fresh = torch.stack((ranged("lin_vel_x"), ranged("lin_vel_y"), ranged("ang_vel_z")), dim=-1)
+        if c.boundary_command_fraction > 0.0:
+            fresh[:, :2] = self._to_boundary(fresh[:, :2])
         heading = self._uniform(*c.heading, n)
         heading_env = torch.rand(n, generator=self.generator, device=self.device) < c.rel_heading_envs
         standing = torch.rand(n, generator=self.generator, device=self.device) < c.rel_standing_envs
@@ -51,6 +53,26 @@ class VelocityCommand:
         self.is_heading_env = torch.where(m, heading_env & c.heading_command, self.is_heading_env)
         self.is_standing_env = torch.where(m, standing, self.is_standing_env)
         self.time_left = torch.where(m, torch.full_like(self.time_left, self.resampling_time), self.time_left)
+
+    def _to_boundary(self, planar: torch.Tensor) -> torch.Tensor:
+        """A ``boundary_command_fraction`` of the rows of ``planar`` [N, 2] (vx, vy) scaled along their direction to
+        U(``boundary_command_scale``) of the distance to the edge of the range box (once the curriculum is done;
+        a range that does not contain 0 keeps its draws). Draws for all envs, as :meth:`resample`."""
+        c, n = self.cfg, self.num_envs
+        pick = torch.rand(n, generator=self.generator, device=self.device) < c.boundary_command_fraction
+        length = self._uniform(*c.boundary_command_scale, n)
+        if self.progress < 1.0:
+            return planar
+        (xl, xh), (yl, yh) = c.lin_vel_x, c.lin_vel_y
+        if not (xl <= 0.0 <= xh and yl <= 0.0 <= yh):
+            return planar
+        # distance to the edge along the row's direction, as a multiple of the row: min over the axes of bound / |v|
+        bound = torch.stack((torch.where(planar[:, 0] >= 0, torch.full_like(planar[:, 0], xh), torch.full_like(planar[:, 0], -xl)),
+                             torch.where(planar[:, 1] >= 0, torch.full_like(planar[:, 1], yh), torch.full_like(planar[:, 1], -yl))), dim=1)
+        reach = (bound / planar.abs().clamp(min=1e-9)).min(dim=1).values
+        scaled = planar * (reach * length)[:, None]
+        ok = pick & (planar.abs().max(dim=1).values > 1e-6)
+        return torch.where(ok[:, None], scaled, planar)
 
     @property
     def resampling_time(self) -> float:

@@ -58,6 +58,13 @@ class CommandsCfg:
     throughout). A training choice, not part of the interface: a shorter period puts more command changes in
     each rollout, and the falls of the trained policies are sideways roll-overs in the seconds after a command
     change (docs/tasks.md, session 8)."""
+    boundary_command_fraction: float = 0.0
+    """Fraction of the resampled planar commands (vx, vy) moved out to the edge of their ranges once the curriculum
+    has reached the full ranges (0: Isaac Lab's uniform sampling throughout). Such a command keeps the direction of
+    its uniform draw and gets a length of U(``boundary_command_scale``) of the way to the range's boundary, so the
+    corners of the square (|v| up to 1.41 m/s), where the trained policies fell, come up more often. A training
+    choice, not part of the interface (docs/tasks.md, session 9)."""
+    boundary_command_scale: tuple[float, float] = (0.85, 1.0)
 
     @property
     def has_curriculum(self) -> bool:
