@@ -236,6 +236,7 @@ def run_batch(backend, policy, task: TaskInterface, kinematics: RobotKinematics,
         newly = fallen & active
         sums.fell |= newly.numpy()
         sums.fall_time = np.where(newly.numpy(), end, sums.fall_time)
+        sums.fall_command = np.where(newly.numpy()[:, None], command.numpy(), sums.fall_command)
         alive &= ~newly
         gated = (active & ~fallen & torch.as_tensor(end > settings.warmup_s + 1e-9)).numpy()
         finite_q = torch.nan_to_num(q)

@@ -61,6 +61,7 @@ class MetricSums:
         self.torque_sq = np.zeros((num_envs, num_joints))
         self.fell = np.zeros(num_envs, dtype=bool)
         self.fall_time = np.full(num_envs, np.nan)
+        self.fall_command = np.full((num_envs, 3), np.nan)  # (vx, vy, wz) commanded when the env fell
 
     def add(self, m: np.ndarray, *, lin_err, ang_err, torque, saturated, qd_ratio, limit_excess, stance, slip,
             tilt, action_rate) -> None:
@@ -85,6 +86,7 @@ class MetricSums:
         out["torque_sq"] = self.torque_sq[index].copy()
         out["fell"] = self.fell[index].copy()
         out["fall_time"] = self.fall_time[index].copy()
+        out["fall_command"] = self.fall_command[index].copy()
         return out
 
 

@@ -247,7 +247,7 @@ def write_report(result, task, config, out_dir: str, video: bool = False, printe
         "seconds": result.seconds,
         "failing": [g.to_dict() for g in result.failing],
         "backends": {n: {"seconds": r.seconds, "episodes": r.episodes, "env_steps": r.env_steps,
-                         "fall_times_s": r.fall_times,
+                         "fall_times_s": r.fall_times, "fall_commands": r.fall_commands,
                          "scenarios": {s: {"metrics": clean(m), "gates": [g.to_dict() for g in r.gates
                                                                            if g.scenario == s]}
                                        for s, m in r.metrics.items()}}
@@ -295,6 +295,10 @@ def _markdown(result, config, summary: dict, out_dir: str) -> str:
                 cells.append(_fmt(metrics[g]) + mark)
             lines.append(f"| {scenario} | " + " | ".join(cells) + " |")
         lines.append("")
+        for scenario, times in run.fall_times.items():
+            commands = run.fall_commands.get(scenario, [])
+            falls = ", ".join(f"{t:.2f} s ({', '.join(f'{c:+.2f}' for c in cmd)})" for t, cmd in zip(times, commands))
+            lines += [f"Falls in {scenario} (time, command vx, vy, wz at the fall): {falls}", ""]
     lines += ["Thresholds: " + ", ".join(f"{g} <= {config.gates[g]:g} {GATES[g][0]}".strip() for g in config.gates)
               + " (scenario overrides in the config).", ""]
     if result.export is not None:

@@ -42,6 +42,7 @@ class BackendRun:
     seconds: float
     env_steps: int
     fall_times: dict[str, list[float]] = field(default_factory=dict)
+    fall_commands: dict[str, list[list[float]]] = field(default_factory=dict)  # (vx, vy, wz) at each fall
 
 
 @dataclass
@@ -116,6 +117,7 @@ def _run_backend(name: str, backend, task: TaskInterface, policy, config: Valida
     kinematics = RobotKinematics(task.robot, num_envs)
     per_scenario: dict[str, list[dict]] = {}
     fall_times: dict[str, list[float]] = {}
+    fall_commands: dict[str, list[list[float]]] = {}
     traces, observations, env_steps = {}, [], 0
     try:
         for batch in batches:
@@ -127,6 +129,7 @@ def _run_backend(name: str, backend, task: TaskInterface, policy, config: Valida
                 per_scenario.setdefault(spec.scenario.name, []).append(row)
                 if row["fell"]:
                     fall_times.setdefault(spec.scenario.name, []).append(float(row["fall_time"]))
+                    fall_commands.setdefault(spec.scenario.name, []).append([float(x) for x in row["fall_command"]])
             progress.batch_done(len(result.episodes))
             traces.update(result.traces)
             observations += result.observations
@@ -145,7 +148,8 @@ def _run_backend(name: str, backend, task: TaskInterface, policy, config: Valida
         gates += check_gates(metrics[scenario.name], scenario.gates, name, scenario.name)
     run = BackendRun(name=name, metrics=metrics, gates=gates, traces=traces,
                      episodes=sum(len(v) for v in per_scenario.values()), seconds=time.time() - start,
-                     env_steps=env_steps, fall_times=fall_times)
+                     env_steps=env_steps, fall_times=fall_times,
+                     fall_commands=fall_commands)
     return run, observations
 
 

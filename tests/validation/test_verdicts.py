@@ -70,3 +70,8 @@ def test_a_standing_controller_passes_standing_where_zero_actions_fall(task, tmp
     bad = _validate(task, tmp_path, ZeroPolicy(), [STANDING], backend)
     assert [(g.gate, g.scenario) for g in bad.failing] == [("fall_rate", "standing")]
     assert bad.failing[0].value == pytest.approx(1 / 6)  # the friction-0.4 episode
+    # each fall is reported with its time and the command (vx, vy, wz) at that moment: standing, all zero
+    falls = bad.runs[backend]
+    assert len(falls.fall_times["standing"]) == 1 and 0.0 < falls.fall_times["standing"][0] <= 4.0
+    assert falls.fall_commands["standing"] == [[0.0, 0.0, 0.0]]
+    assert not good.runs[backend].fall_commands
