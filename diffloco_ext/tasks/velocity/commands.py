@@ -57,12 +57,13 @@ class VelocityCommand:
     def _to_boundary(self, planar: torch.Tensor) -> torch.Tensor:
         """A ``boundary_command_fraction`` of the rows of ``planar`` [N, 2] (vx, vy) scaled along their direction to
         U(``boundary_command_scale``) of the distance to the edge of the range box (once the curriculum is done;
-        a range that does not contain 0 keeps its draws). Draws for all envs, as :meth:`resample`."""
+        a range that does not contain 0 keeps its draws). Draws for all envs, as :meth:`resample`, and none
+        during the curriculum."""
         c, n = self.cfg, self.num_envs
+        if self.progress < 1.0:  # no draws before: the curriculum's random stream is that of the uniform commands
+            return planar
         pick = torch.rand(n, generator=self.generator, device=self.device) < c.boundary_command_fraction
         length = self._uniform(*c.boundary_command_scale, n)
-        if self.progress < 1.0:
-            return planar
         (xl, xh), (yl, yh) = c.lin_vel_x, c.lin_vel_y
         if not (xl <= 0.0 <= xh and yl <= 0.0 <= yh):
             return planar
