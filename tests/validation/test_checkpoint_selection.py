@@ -27,6 +27,16 @@ def test_select_prefers_fewer_falls_then_lower_tracking_error():
         select_checkpoint([])
 
 
+def test_select_ranks_chattering_checkpoints_last():
+    rows = [{"iteration": 500, "fall_rate": 0.00, "lin_vel_error": 0.10, "action_rate": 1.3},
+            {"iteration": 550, "fall_rate": 0.07, "lin_vel_error": 0.14, "action_rate": 0.2},
+            {"iteration": 600, "fall_rate": 0.09, "lin_vel_error": 0.12, "action_rate": 0.5}]
+    assert select_checkpoint(rows)["iteration"] == 500  # no bound: the fewest falls
+    assert select_checkpoint(rows, max_action_rate=0.6)["iteration"] == 550
+    rough = [dict(r, action_rate=r["action_rate"] + 1.0) for r in rows]  # all chatter: the smoothest
+    assert select_checkpoint(rough, max_action_rate=0.6)["iteration"] == 550
+
+
 def test_run_checkpoints_lists_model_files_by_iteration(tmp_path):
     for name in ("model_5.pt", "model_50.pt", "model_100.pt", "model_x.pt", "notes.txt", "model_7.pt.bak"):
         (tmp_path / name).write_bytes(b"")
@@ -58,7 +68,7 @@ def test_measure_checkpoints_as_deployed_on_chosen_seeds(tiny_run, tmp_path):
     for row in rows:
         assert row["episodes"] == 6  # 3 episodes x 2 seeds, as asked (the file says 2 x 1)
         assert 0 <= row["falls"] <= 6 and row["falls"] == round(row["fall_rate"] * 6)
-        assert row["lin_vel_error"] >= 0.0 and row["ang_vel_error"] >= 0.0
+        assert row["lin_vel_error"] >= 0.0 and row["ang_vel_error"] >= 0.0 and row["action_rate"] >= 0.0
     assert select_checkpoint(rows) in rows
     with pytest.raises(ValueError, match="no scenario 'no_such_scenario'"):
         measure_checkpoints(candidates, TASK, str(config), "hard", scenario="no_such_scenario")
