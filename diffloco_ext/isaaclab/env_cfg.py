@@ -135,6 +135,9 @@ def commands_cfg(c: task_cfg.CommandsCfg):
     if c.has_curriculum:
         raise ValueError("the command curriculum of the project's task has no Isaac Lab counterpart here; "
                          "use curriculum_steps = 0")
+    if c.boundary_command_fraction > 0.0:
+        raise ValueError("boundary_command_fraction (planar commands moved to the edge of their ranges) has no "
+                         "counterpart in Isaac Lab's UniformVelocityCommand here; use 0")
     # without a curriculum the project's task uses resampling_time_final (if set) from the start
     period = c.resampling_time if c.resampling_time_final is None else c.resampling_time_final
 

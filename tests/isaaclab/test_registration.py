@@ -77,3 +77,16 @@ def test_env_cfg_values_come_from_the_project_task(tmp_path, monkeypatch):
     assert base.rewards.termination.weight == ref.rewards.termination
     assert base.rewards.foot_height_reference.params["std"] == ref.foot_height_reference.std
     assert base.events.physics_material.params["static_friction_range"] == ref.randomization.friction
+
+
+def test_project_command_options_without_an_isaaclab_counterpart_are_clear_errors():
+    """The project's command curriculum and boundary commands have no counterpart in Isaac Lab's
+    ``UniformVelocityCommand``: mapping a task that uses them is an error, not a silently different task."""
+    from diffloco_ext.isaaclab.env_cfg import commands_cfg
+    from diffloco_ext.tasks.velocity.env_cfg import CommandsCfg
+
+    with pytest.raises(ValueError, match="boundary_command_fraction"):
+        commands_cfg(CommandsCfg(boundary_command_fraction=0.5))
+    with pytest.raises(ValueError, match="curriculum"):
+        commands_cfg(CommandsCfg(curriculum_steps=10, curriculum_initial_scale=0.5))
+    assert commands_cfg(CommandsCfg()).base_velocity.resampling_time_range == (10.0, 10.0)
