@@ -74,10 +74,10 @@ TASK = "DiffLoco-Velocity-Flat-AnymalD"
 #: (hard / MuJoCo; seeds of the constant 0.2 gave 17-39; docs/tasks.md, session 6). Once the curriculum is done the
 #: commands change every 4 s instead of 10 (Isaac Lab's period, kept by the task and the validation): the policies
 #: fell in the seconds after a command change, which a 10 s period puts in one horizon of 16; fine-tuning with 4 s
-#: cut the falls from 26 to 15 in 100 episodes, and the main job's from 22-47 to 7 (docs/tasks.md, session 8). After
-#: the curriculum half of the planar commands are moved out to the edge of the command square: the remaining falls
-#: were at diagonal commands faster than 1.1 m/s (11 % of uniform commands, 12 of 13 falls), and fine-tuning with
-#: them cut the falls from 26 to 15 in 200 episodes (docs/tasks.md, session 9).
+#: cut the falls from 26 to 15 in 100 episodes, and the main job's from 22-47 to 7 (docs/tasks.md, session 8). The
+#: falls that remain are at diagonal commands faster than 1.1 m/s; fine-tuning with half of the commands at the edge of
+#: the square (``env.commands.boundary_command_fraction=0.5``) cut them from 26 to 15 in 200 episodes, but no run from
+#: scratch with it has yet given a smooth walking policy (docs/tasks.md, session 9), so it is not on here.
 #: Validation: no noise, nominal parameters, full ranges.
 TRAINING_OVERRIDES = ["env.observation_noise.enable=false", "env.rewards.track_lin_vel_xy=4.0",
                       "env.rewards.track_ang_vel_z=2.0", "env.rewards.joint_torques=0.0",
@@ -86,7 +86,6 @@ TRAINING_OVERRIDES = ["env.observation_noise.enable=false", "env.rewards.track_l
                       "env.commands.curriculum_initial_ang_vel_z=[0.0, 0.0]", "env.commands.curriculum_steps=9600",
                       "agent.algorithm.value_gradient_scale=0.2", "agent.algorithm.value_gradient_scale_final=1.0",
                       "agent.algorithm.value_gradient_ramp=[300, 320]", "env.commands.resampling_time_final=4.0",
-                      "env.commands.boundary_command_fraction=0.5",
                       "env.randomization.friction=[0.7, 1.2]",
                       "env.randomization.push_velocity_xy=0.0", "env.randomization.base_mass_scale=[0.9, 1.1]",
                       "env.randomization.base_com_xy=0.02", "env.randomization.stiffness_scale=[0.95, 1.05]",
@@ -95,6 +94,9 @@ TRAINING_OVERRIDES = ["env.observation_noise.enable=false", "env.rewards.track_l
 #: selection: the smooth policies of docs/tasks.md run at 0.17-0.46, a chattering run of session 9 at 0.8-1.3
 #: (0 falls in our hard contact, 100 / 100 in MuJoCo).
 MAX_ACTION_RATE = 0.6
+#: Checkpoints with a planar tracking error above this (m/s, the task issue's target in hard contact) rank after the
+#: ones that track: a run that stepped in place falls rarely (session 9's fresh clone: 0-4 falls at 0.6-0.7 m/s).
+MAX_LIN_VEL_ERROR = 0.25
 STANCE_HEIGHT = 0.01  # m: a foot sphere's bottom this close to the ground counts as stance in the gait plot
 SCRIPTS = os.path.dirname(os.path.abspath(__file__))
 SELECTION_CONFIG = os.path.join(os.path.dirname(SCRIPTS), "config", "validation", "anymal_d_random100.yaml")
@@ -277,12 +279,15 @@ def select(args, log_dir: str, iterations: int) -> dict:
         rows = measure_checkpoints(candidates, TASK, SELECTION_CONFIG, "hard", seeds=[1],
                                    episodes=args.select_episodes,
                                    printer=lambda line: print(f"[main_job]     {line}", flush=True))
-    chosen = select_checkpoint(rows, MAX_ACTION_RATE) if len(rows) > 1 else rows[0]
+    chosen = select_checkpoint(rows, MAX_ACTION_RATE, MAX_LIN_VEL_ERROR) if len(rows) > 1 else rows[0]
     print(f"[main_job]   shipping model_{chosen['iteration']}.pt", flush=True)
     if chosen.get("action_rate", 0.0) > MAX_ACTION_RATE:
         print(f"[main_job]   WARNING: every candidate chatters (action rate {chosen['action_rate']:.2f} > "
               f"{MAX_ACTION_RATE}): such policies walk in the training simulator and fall in MuJoCo; retrain "
               f"(another --seed)", flush=True)
+    elif chosen.get("lin_vel_error", 0.0) > MAX_LIN_VEL_ERROR:
+        print(f"[main_job]   WARNING: no candidate tracks the commands (planar error {chosen['lin_vel_error']:.2f} > "
+              f"{MAX_LIN_VEL_ERROR} m/s): the run stepped in place; retrain (another --seed)", flush=True)
     return {"candidates": rows, "chosen": chosen, "seconds": time.time() - start}
 
 

@@ -91,17 +91,23 @@ def measure_checkpoints(checkpoints: list[tuple[int, str]], task: str, config_pa
     return rows
 
 
-def select_checkpoint(rows: list[dict], max_action_rate: float | None = None) -> dict:
+def select_checkpoint(rows: list[dict], max_action_rate: float | None = None,
+                      max_lin_vel_error: float | None = None) -> dict:
     """The row with the fewest falls, ties broken by the lower planar tracking error (then the later iteration).
 
     With ``max_action_rate``, rows whose ``action_rate`` exceeds it rank after all the others (among themselves by
-    action rate first): a chattering checkpoint is shipped only if every one chatters, and then the smoothest."""
+    action rate first): a chattering checkpoint is shipped only if every one chatters, and then the smoothest.
+    With ``max_lin_vel_error`` (m/s), smooth rows that do not track within it rank after the smooth ones that do
+    (among themselves by tracking error first): a policy that stands or steps in place falls rarely, and is not
+    what a velocity controller is for."""
     if not rows:
         raise ValueError("no checkpoints to select from")
 
     def key(r):
         rate = r.get("action_rate", 0.0)
         chatters = max_action_rate is not None and rate > max_action_rate
-        return (chatters, rate if chatters else 0.0, r["fall_rate"], r["lin_vel_error"], -r["iteration"])
+        lags = max_lin_vel_error is not None and r["lin_vel_error"] > max_lin_vel_error
+        return (chatters, rate if chatters else 0.0, lags, r["lin_vel_error"] if lags else 0.0, r["fall_rate"],
+                r["lin_vel_error"], -r["iteration"])
 
     return min(rows, key=key)

@@ -35,6 +35,12 @@ def test_select_ranks_chattering_checkpoints_last():
     assert select_checkpoint(rows, max_action_rate=0.6)["iteration"] == 550
     rough = [dict(r, action_rate=r["action_rate"] + 1.0) for r in rows]  # all chatter: the smoothest
     assert select_checkpoint(rough, max_action_rate=0.6)["iteration"] == 550
+    # a checkpoint that does not track (stands: few falls) ranks after the ones that track
+    lazy = rows + [{"iteration": 650, "fall_rate": 0.0, "lin_vel_error": 0.63, "action_rate": 0.3}]
+    assert select_checkpoint(lazy, max_action_rate=0.6)["iteration"] == 650
+    assert select_checkpoint(lazy, max_action_rate=0.6, max_lin_vel_error=0.25)["iteration"] == 550
+    slow = [dict(r, lin_vel_error=r["lin_vel_error"] + 0.5) for r in lazy]  # none tracks: the best tracking
+    assert select_checkpoint(slow, max_action_rate=0.6, max_lin_vel_error=0.25)["iteration"] == 600
 
 
 def test_run_checkpoints_lists_model_files_by_iteration(tmp_path):
