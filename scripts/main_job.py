@@ -6,7 +6,8 @@
 2. Choose the checkpoint to ship: the run's checkpoints from ``--select_from`` (a fraction of the run) on are
    measured closed-loop as deployed, in hard contact, on 100 random-command episodes of seed 1
    (``config/validation/anymal_d_random100.yaml``; the task issue's measurement and the report use seed 0); the one
-   with the fewest falls (then the lowest planar error) is exported
+   with the fewest falls (then the lowest planar error) is exported, checkpoints that chatter or do not track ranking
+   last (``MAX_ACTION_RATE``, ``MAX_LIN_VEL_ERROR``)
    (``diffloco_ext.validation.checkpoint_selection``; ``--select_from 1`` ships the last one).
    Export the policy as deployed: ``exported/policy.pt`` (TorchScript) and ``exported/policy.onnx`` (observation
    normaliser inside, ``[B, 48] -> [B, 12]``), checked against the torch policy.

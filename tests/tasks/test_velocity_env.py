@@ -379,3 +379,7 @@ def test_boundary_commands_move_a_fraction_to_the_edge_once_the_curriculum_is_do
     early, done = draw(cur, steps=10), draw(cur, steps=100)
     assert float(early[:, 1].abs().max()) <= 0.1 + 1e-6
     assert float(done[:, :2].abs().max(dim=1).values.min()) >= 0.85 - 1e-6
+    for bad in (dict(boundary_command_fraction=1.5), dict(boundary_command_scale=(0.9, 1.2)),
+                dict(boundary_command_scale=(0.0, 1.0))):
+        with pytest.raises(ValueError, match="boundary_command"):
+            VelocityCommand(CommandsCfg(**bad), 2, "cpu", torch.Generator())

@@ -18,6 +18,10 @@ class VelocityCommand:
     """Per-env commands [N, 3] (vx, vy, wz), their heading targets and resampling timers."""
 
     def __init__(self, cfg: CommandsCfg, num_envs: int, device, generator: torch.Generator):
+        lo, hi = cfg.boundary_command_scale
+        if not 0.0 <= cfg.boundary_command_fraction <= 1.0 or not 0.0 < lo <= hi <= 1.0:
+            raise ValueError(f"boundary_command_fraction must be in [0, 1] and boundary_command_scale (lo, hi) with "
+                             f"0 < lo <= hi <= 1, got {cfg.boundary_command_fraction} and {cfg.boundary_command_scale}")
         self.cfg = cfg
         self.num_envs = num_envs
         self.device = device
@@ -68,8 +72,8 @@ class VelocityCommand:
         if not (xl <= 0.0 <= xh and yl <= 0.0 <= yh):
             return planar
         # distance to the edge along the row's direction, as a multiple of the row: min over the axes of bound / |v|
-        bound = torch.stack((torch.where(planar[:, 0] >= 0, torch.full_like(planar[:, 0], xh), torch.full_like(planar[:, 0], -xl)),
-                             torch.where(planar[:, 1] >= 0, torch.full_like(planar[:, 1], yh), torch.full_like(planar[:, 1], -yl))), dim=1)
+        upper, lower = planar.new_tensor([xh, yh]), planar.new_tensor([-xl, -yl])
+        bound = torch.where(planar >= 0, upper, lower)
         reach = (bound / planar.abs().clamp(min=1e-9)).min(dim=1).values
         scaled = planar * (reach * length)[:, None]
         ok = pick & (planar.abs().max(dim=1).values > 1e-6)
