@@ -36,11 +36,15 @@ class DistributionCfg:
 
 @dataclass
 class SquashedGaussianDistributionCfg(DistributionCfg):
-    """tanh-squashed, reparameterised Gaussian; default initial log-std −1 (paper A)."""
+    """tanh-squashed, reparameterised Gaussian; default initial log-std −1 (paper A).
+
+    ``action_limit``: actions are ``L·tanh(u / L)`` with ``L = action_limit`` (raw action units; 1 = paper A's tanh,
+    i.e. joint targets within ±0.5 rad of the default pose at the velocity task's action scale 0.5)."""
 
     class_name: str = f"{_MODELS}:SquashedGaussianDistribution"
     init_std: float = math.exp(-1.0)
     std_type: str = "log"
+    action_limit: float = 1.0
 
 
 @dataclass

@@ -6,11 +6,14 @@ wrappers (``as_jit``/``as_onnx``), normaliser and config resolution (``class_nam
 
 - :class:`LayerNormMLPModel` = ``MLPModel`` whose MLP is ``Linear → activation → LayerNorm`` per hidden layer.
 - :class:`SquashedGaussianDistribution` = rsl_rl's ``GaussianDistribution`` sampled with the reparameterisation
-  trick (so actions carry gradients to the policy parameters, as SHAC needs) and squashed by tanh; the
-  deterministic (inference/export) output is ``tanh(mean)``.
+  trick (so actions carry gradients to the policy parameters, as SHAC needs) and squashed by
+  ``L·tanh(·/L)`` (``action_limit`` L, default 1: plain tanh); the deterministic (inference/export) output is
+  ``L·tanh(mean/L)``.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn as nn
@@ -22,31 +25,54 @@ from tensordict import TensorDict
 _ATANH_EPS = 1e-6
 
 
-class SquashedGaussianDistribution(GaussianDistribution):
-    """Diagonal Gaussian in pre-squash space, ``a = tanh(μ + σ ε)``, ε ~ N(0, I), reparameterised.
+class ScaledTanh(nn.Module):
+    """``limit · tanh(x / limit)`` elementwise: the identity near 0, bounded by ``±limit`` (TorchScript/ONNX-friendly)."""
 
-    ``mean``/``std``/``params`` refer to the Gaussian before the tanh (so rsl_rl's KL code stays valid; tanh is a
-    bijection and leaves the KL unchanged). ``log_prob`` includes the tanh Jacobian; ``entropy`` is the
+    def __init__(self, limit: float = 1.0) -> None:
+        super().__init__()
+        self.limit = float(limit)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.limit == 1.0:
+            return torch.tanh(x)
+        return self.limit * torch.tanh(x / self.limit)
+
+
+class SquashedGaussianDistribution(GaussianDistribution):
+    """Diagonal Gaussian in pre-squash space, ``a = L·tanh((μ + σ ε) / L)``, ε ~ N(0, I), reparameterised.
+
+    ``L`` is ``action_limit`` (in the env's raw action units; default 1, paper A's plain tanh): the squash is the
+    identity near 0 (so ``σ`` is the action noise there whatever ``L``) and bounds the actions to ``(-L, L)``. With
+    the velocity task's action scale 0.5 rad, ``L = 1`` bounds joint targets to ±0.5 rad around the default pose.
+    ``mean``/``std``/``params`` refer to the Gaussian before the squash (so rsl_rl's KL code stays valid; the squash
+    is a bijection and leaves the KL unchanged). ``log_prob`` includes the squash's Jacobian; ``entropy`` is the
     pre-squash Gaussian's (an upper bound on the squashed entropy, used for logging only).
     """
 
+    def __init__(self, output_dim: int, action_limit: float = 1.0, **kwargs) -> None:
+        if not (math.isfinite(action_limit) and action_limit > 0.0):
+            raise ValueError(f"action_limit must be a finite positive number, got {action_limit!r}")
+        super().__init__(output_dim, **kwargs)
+        self.action_limit = float(action_limit)
+        self._squash = ScaledTanh(self.action_limit)
+
     def sample(self) -> torch.Tensor:
-        """Reparameterised, squashed sample ``(..., A)`` in (-1, 1), differentiable w.r.t. mean and std."""
-        return torch.tanh(self._distribution.rsample())  # type: ignore[union-attr]
+        """Reparameterised, squashed sample ``(..., A)`` in (-L, L), differentiable w.r.t. mean and std."""
+        return self._squash(self._distribution.rsample())  # type: ignore[union-attr]
 
     def deterministic_output(self, mlp_output: torch.Tensor) -> torch.Tensor:
-        """``tanh(mean)``."""
-        return torch.tanh(mlp_output)
+        """``L·tanh(mean / L)``."""
+        return self._squash(mlp_output)
 
     def as_deterministic_output_module(self) -> nn.Module:
-        """Export-friendly ``tanh``."""
-        return nn.Tanh()
+        """Export-friendly squash (:class:`ScaledTanh`)."""
+        return ScaledTanh(self.action_limit)
 
     def log_prob(self, outputs: torch.Tensor) -> torch.Tensor:
-        """Log-density of squashed actions ``outputs`` (in (-1, 1)), summed over the last dimension."""
-        outputs = outputs.clamp(-1.0 + _ATANH_EPS, 1.0 - _ATANH_EPS)
-        pre = torch.atanh(outputs)
-        log_det = torch.log1p(-(outputs**2) + _ATANH_EPS)
+        """Log-density of squashed actions ``outputs`` (in (-L, L)), summed over the last dimension."""
+        unit = (outputs / self.action_limit).clamp(-1.0 + _ATANH_EPS, 1.0 - _ATANH_EPS)
+        pre = self.action_limit * torch.atanh(unit)
+        log_det = torch.log1p(-(unit**2) + _ATANH_EPS)
         return (self._distribution.log_prob(pre) - log_det).sum(dim=-1)  # type: ignore[union-attr]
 
 

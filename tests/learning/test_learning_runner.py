@@ -182,3 +182,45 @@ def test_shac_runner_rejects_non_differentiable_env():
 
     with pytest.raises(TypeError, match="differentiable"):
         SHACRunner(Plain(), _cfg().to_dict())
+
+
+def test_action_limit_bounds_samples_log_prob_and_export(tmp_path):
+    """``action_limit`` L: actions L·tanh(u/L) — bounded by L, identity near 0, log-density by change of variables,
+    the same map in TorchScript and ONNX, and a clear error for a bad limit."""
+    from diffloco_ext.learning.models import SquashedGaussianDistribution
+
+    dist = SquashedGaussianDistribution(3, action_limit=2.5, init_std=3.0, std_type="log")
+    mean = torch.tensor([[0.0, 4.0, -9.0]]).repeat(4000, 1)
+    dist.update(mean)
+    samples = dist.sample()
+    assert samples.abs().max() < 2.5 and samples.abs().max() > 2.0  # the bound acts and is not 1
+    torch.testing.assert_close(dist.deterministic_output(torch.tensor([1e-3, 40.0])), torch.tensor([1e-3, 2.5]),
+                               rtol=1e-5, atol=1e-6)
+    # log-density of a = L tanh(u / L): log N(u) - log(1 - (a/L)^2), checked against autograd's Jacobian
+    u = torch.tensor([[0.3, 1.7, -2.2]], dtype=torch.float64, requires_grad=True)
+    d64 = SquashedGaussianDistribution(3, action_limit=2.5, init_std=0.7, std_type="log").double()
+    d64.update(torch.zeros(1, 3, dtype=torch.float64))
+    a = 2.5 * torch.tanh(u / 2.5)
+    jac = torch.autograd.grad(a.sum(), u)[0]
+    expected = (torch.distributions.Normal(0.0, 0.7).log_prob(u) - torch.log(jac)).sum()
+    torch.testing.assert_close(d64.log_prob(a.detach()), expected.detach().expand(1), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="action_limit"):
+        SquashedGaussianDistribution(3, action_limit=0.0)
+
+    ort = pytest.importorskip("onnxruntime")
+    cfg = _cfg()
+    cfg.actor.distribution_cfg.action_limit = 3.0
+    torch.manual_seed(0)
+    env = PointMassEnv(PointMassCfg(num_envs=8, seed=0, dim=3, max_episode_length=12))
+    runner = _quiet(make_runner, env, cfg, None)
+    policy = runner.get_inference_policy()
+    with torch.no_grad():  # outputs beyond 1 so that a plain tanh would differ
+        policy.mlp[-1].bias.fill_(5.0)
+        obs = torch.randn(9, 6)
+        expected = 3.0 * torch.tanh(policy.mlp(policy.obs_normalizer(obs)) / 3.0)
+    assert expected.min() > 1.2
+    jit_policy = torch.jit.load(runner.export_policy_to_jit(str(tmp_path)))
+    torch.testing.assert_close(jit_policy(obs), expected, rtol=1e-6, atol=1e-6)
+    session = ort.InferenceSession(runner.export_policy_to_onnx(str(tmp_path)), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(session.run(["actions"], {"obs": obs.numpy()})[0], expected.numpy(), rtol=1e-5,
+                               atol=1e-5)
