@@ -34,7 +34,9 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--logger", default=None, choices=["tensorboard", "wandb", "neptune"])
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (Warp runs on one core)")
     parser.add_argument("--max_minutes", type=float, default=None,
-                        help="train for this wall-clock budget instead of --max_iterations (count fitted after 5)")
+                        help="wall-clock budget: with --max_iterations, the learning-rate schedule spans those and "
+                             "training stops early if the budget runs out (at a checkpoint); without, the count is "
+                             "fitted to the budget after 5 iterations")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     try:
@@ -53,7 +55,7 @@ def main(argv: list[str] | None = None) -> str:
         runner.load(resume_path)
     start = time.time()
     if args.max_minutes is not None:
-        iterations = learn_within_budget(runner, args.max_minutes)
+        iterations = learn_within_budget(runner, args.max_minutes, schedule_iterations=args.max_iterations)
     else:
         iterations = agent_cfg.max_iterations
         runner.learn(num_learning_iterations=iterations, init_at_random_ep_len=True)

@@ -87,16 +87,25 @@ def resolve_checkpoint(args, agent_cfg, checkpoint: str | None = None) -> str:
 
 
 def learn_within_budget(runner, minutes: float, probe_iterations: int = 5, init_at_random_ep_len: bool = True,
-                        refits: int = 3) -> int:
-    """Train for about ``minutes`` of wall-clock: ``probe_iterations`` first, then as many more as the measured
-    iteration time fits, re-fitted ``refits`` times on the way (at 1/(refits+1), 2/(refits+1), ... of the run: on a
-    shared machine the iteration time changes with the load), with the learning-rate schedule stretched over the
-    whole run. Data-parallel ranks agree on the count (the slowest rank's time). Returns the number of iterations
-    run."""
+                        refits: int = 3, schedule_iterations: int | None = None) -> int:
+    """Train for about ``minutes`` of wall-clock.
+
+    Without ``schedule_iterations``: ``probe_iterations`` first, then as many more as the measured iteration time
+    fits, re-fitted ``refits`` times on the way (at 1/(refits+1), 2/(refits+1), ... of the run: on a shared machine
+    the iteration time changes with the load), with the learning-rate schedule stretched over the whole run (so the
+    schedule, and the run, depend on the machine's speed and load).
+
+    With ``schedule_iterations``: the schedule is fixed to that many iterations whatever the machine (a seed's run
+    is the same run on any machine, up to where it stops), and training stops at ``schedule_iterations`` or at the
+    first checkpoint interval past which the next chunk would overrun the budget, whichever comes first.
+
+    Data-parallel ranks agree on the count (the slowest rank's time). Returns the number of iterations run."""
     import time
 
     import torch
 
+    if schedule_iterations is not None:
+        return _learn_on_fixed_schedule(runner, minutes, schedule_iterations, init_at_random_ep_len)
     start = time.time()
     runner.learn(probe_iterations, init_at_random_ep_len=init_at_random_ep_len)
     done = probe_iterations
@@ -125,3 +134,34 @@ def learn_within_budget(runner, minutes: float, probe_iterations: int = 5, init_
     if total > done:
         runner.learn(total - done)
     return total
+
+
+def _learn_on_fixed_schedule(runner, minutes: float, schedule_iterations: int, init_at_random_ep_len: bool) -> int:
+    """:func:`learn_within_budget` with a fixed schedule: chunks of the checkpoint interval (each ends with a
+    checkpoint) until ``schedule_iterations`` or until the next chunk, at the slowest rank's pace so far, would end
+    past the budget."""
+    import time
+
+    import torch
+
+    total = max(1, int(schedule_iterations))
+    if hasattr(runner.alg, "max_iterations"):
+        runner.alg.max_iterations = total
+    runner.cfg["max_iterations"] = total
+    runner.cfg["budget_iterations"] = total
+    chunk = max(1, int(runner.cfg.get("save_interval", 50) or 50))
+    start, done, budget = time.time(), 0, minutes * 60.0
+    while done < total:
+        n = min(chunk, total - done)
+        runner.learn(n, init_at_random_ep_len=init_at_random_ep_len and done == 0)
+        done += n
+        elapsed = torch.tensor([time.time() - start])
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            torch.distributed.all_reduce(elapsed, op=torch.distributed.ReduceOp.MAX)
+        per_iteration = float(elapsed) / done
+        if done < total and float(elapsed) + per_iteration * min(chunk, total - done) > budget:
+            print(f"[diffloco] stopping at iteration {done} of the {total}-iteration schedule: the next "
+                  f"{min(chunk, total - done)} would end past the {minutes:g}-min budget "
+                  f"({per_iteration:.2f} s per iteration)", flush=True)
+            break
+    return done

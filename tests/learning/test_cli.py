@@ -230,6 +230,36 @@ def test_learn_within_budget_refits_when_iterations_slow_down():
     assert 0.8 * 1.2 < elapsed < 1.4 * 1.2, elapsed
 
 
+def test_learn_within_budget_on_a_fixed_schedule_stops_at_a_checkpoint_before_the_budget():
+    """``schedule_iterations``: the learning-rate schedule spans them whatever the machine's speed; training runs in
+    checkpoint-interval chunks and stops before a chunk that would overrun the budget (a slow machine), or at the
+    schedule's end (a fast one)."""
+    import time
+    from types import SimpleNamespace
+
+    from diffloco_ext.learning.cli import learn_within_budget
+
+    class Runner:
+        def __init__(self, seconds):
+            self.alg = SimpleNamespace(max_iterations=1)
+            self.cfg = {"save_interval": 10}
+            self.calls, self.seconds = [], seconds
+
+        def learn(self, n, init_at_random_ep_len=False):
+            self.calls.append((n, init_at_random_ep_len))
+            time.sleep(self.seconds * n)
+
+    slow = Runner(0.01)  # 0.1 s a chunk, budget 0.35 s: three chunks, the fourth would end at 0.4 s
+    start = time.time()
+    done = learn_within_budget(slow, minutes=0.35 / 60.0, schedule_iterations=100)
+    assert done == 30 and time.time() - start < 0.35
+    assert slow.alg.max_iterations == slow.cfg["max_iterations"] == 100  # the schedule is not refitted
+    assert slow.calls == [(10, True), (10, False), (10, False)]
+    fast = Runner(0.0)
+    assert learn_within_budget(fast, minutes=1.0, schedule_iterations=25) == 25
+    assert [n for n, _ in fast.calls] == [10, 10, 5] and fast.alg.max_iterations == 25
+
+
 def test_horizon_gradient_check_agrees_with_differences_over_a_short_horizon(tmp_path):
     """The diagnostic script of docs/tasks.md: over 2 policy steps in float64 without the clip, BPTT's directional
     derivative equals the central difference (a tool that reported agreement it does not measure would fail)."""

@@ -383,3 +383,69 @@ def test_boundary_commands_move_a_fraction_to_the_edge_once_the_curriculum_is_do
                 dict(boundary_command_scale=(0.0, 1.0))):
         with pytest.raises(ValueError, match="boundary_command"):
             VelocityCommand(CommandsCfg(**bad), 2, "cpu", torch.Generator())
+
+
+def test_curriculum_gate_holds_the_ranges_until_the_policy_tracks():
+    """``curriculum_gate_lin_vel_error``: the curriculum's clock stops while the running planar error of the moving
+    envs is above the gate and runs while it is below; standing envs and non-finite errors are not counted; without
+    the error it is a clear error; the running error survives a state round trip; bad gates are rejected."""
+    from diffloco_ext.tasks.velocity.commands import VelocityCommand
+    from diffloco_ext.tasks.velocity.env_cfg import CommandsCfg
+
+    cfg = CommandsCfg(rel_standing_envs=0.0, curriculum_steps=100, curriculum_initial_lin_vel_x=(0.5, 1.0),
+                      curriculum_gate_lin_vel_error=0.3, curriculum_gate_window=4)
+    n, heading = 6, torch.zeros(6)
+    cmd = VelocityCommand(cfg, n, "cpu", torch.Generator().manual_seed(0))
+    cmd.resample(torch.ones(n, dtype=torch.bool))
+    for _ in range(20):  # a policy that stands: error 0.75 m/s
+        cmd.update(0.02, heading, torch.full((n,), 0.75))
+    assert cmd.steps == 0 and cmd.progress == 0.0 and cmd.gate_error == pytest.approx(0.75)
+    for _ in range(20):  # it walks: the running error falls below 0.3 after a few steps and the clock runs
+        cmd.update(0.02, heading, torch.full((n,), 0.1))
+    assert 10 < cmd.steps < 20 and cmd.gate_error < 0.3
+    before = cmd.steps
+    error = torch.full((n,), 0.1)
+    error[0] = float("nan")  # a diverged env: not counted
+    cmd.is_standing_env[1] = True  # a standing env tracking badly: not counted
+    error[1] = 50.0
+    cmd.update(0.02, heading, error)
+    assert cmd.steps == before + 1 and cmd.gate_error < 0.3
+    state = cmd.state_dict()
+    fresh = VelocityCommand(cfg, n, "cpu", torch.Generator().manual_seed(0))
+    fresh.load_state_dict(state)
+    assert fresh.steps == cmd.steps and fresh.gate_error == cmd.gate_error
+    with pytest.raises(ValueError, match="planar tracking error"):
+        cmd.update(0.02, heading)
+    ungated = VelocityCommand(CommandsCfg(curriculum_steps=100, curriculum_initial_scale=0.5), n, "cpu",
+                              torch.Generator())
+    ungated.update(0.02, heading)
+    assert ungated.steps == 1  # no gate: the step count alone, no error needed
+    for bad in (dict(curriculum_gate_lin_vel_error=0.0), dict(curriculum_gate_lin_vel_error=float("nan")),
+                dict(curriculum_gate_window=0)):
+        with pytest.raises(ValueError, match="curriculum_gate"):
+            VelocityCommand(CommandsCfg(**bad), 2, "cpu", torch.Generator())
+
+
+def test_env_feeds_the_curriculum_gate_and_logs_the_progress():
+    """In the env, the gate reads each step's planar tracking error: a standing (zero-action) robot on forward
+    commands of 0.5-1 m/s keeps the curriculum at 0; the progress and the running error are in the episode log."""
+    cfg = AnymalDFlatEnvCfg(num_envs=4, seed=3)
+    cfg.sim.dtype = "float32"
+    cfg.observation_noise.enable = False
+    cfg.commands.rel_standing_envs = 0.0
+    cfg.commands.curriculum_steps = 50
+    cfg.commands.curriculum_initial_lin_vel_x = (0.5, 1.0)
+    cfg.commands.curriculum_initial_lin_vel_y = (0.0, 0.0)
+    cfg.commands.curriculum_initial_ang_vel_z = (0.0, 0.0)
+    cfg.commands.curriculum_gate_lin_vel_error = 0.3
+    cfg.episode_length_s = 0.2  # time-outs every 10 steps, so the episode log is written
+    env = VelocityEnv(cfg)
+    logs = []
+    with torch.no_grad():
+        for _ in range(12):
+            _, _, _, extras = env.step(torch.zeros(4, 12))
+            if extras["log"]:
+                logs.append(extras["log"])
+    assert env.commands.steps == 0 and env.commands.gate_error > 0.3
+    assert logs and logs[-1]["Curriculum/command_progress"] == 0.0
+    assert logs[-1]["Curriculum/gate_lin_vel_error"] == pytest.approx(env.commands.gate_error, rel=0.2)

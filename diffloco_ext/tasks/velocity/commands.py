@@ -8,6 +8,8 @@ detached), so a differentiable-simulation learner cannot raise its tracking rewa
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ..robot_state import wrap_to_pi
@@ -22,6 +24,10 @@ class VelocityCommand:
         if not 0.0 <= cfg.boundary_command_fraction <= 1.0 or not 0.0 < lo <= hi <= 1.0:
             raise ValueError(f"boundary_command_fraction must be in [0, 1] and boundary_command_scale (lo, hi) with "
                              f"0 < lo <= hi <= 1, got {cfg.boundary_command_fraction} and {cfg.boundary_command_scale}")
+        gate = cfg.curriculum_gate_lin_vel_error
+        if gate is not None and not (math.isfinite(gate) and gate > 0.0) or cfg.curriculum_gate_window < 1:
+            raise ValueError(f"curriculum_gate_lin_vel_error must be a positive number of m/s or None and "
+                             f"curriculum_gate_window >= 1 policy step, got {gate!r} and {cfg.curriculum_gate_window}")
         self.cfg = cfg
         self.num_envs = num_envs
         self.device = device
@@ -31,7 +37,8 @@ class VelocityCommand:
         self.is_heading_env = torch.zeros(num_envs, dtype=torch.bool, device=device)
         self.is_standing_env = torch.zeros(num_envs, dtype=torch.bool, device=device)
         self.time_left = torch.zeros(num_envs, device=device)
-        self.steps = 0  # policy steps so far (the curriculum's clock)
+        self.steps = 0  # the curriculum's clock: policy steps so far (with a gate: those taken while it was open)
+        self.gate_error = float("nan")  # the gate's running planar error (m/s); NaN until the first update
 
     def _uniform(self, low: float, high: float, n: int) -> torch.Tensor:
         return low + (high - low) * torch.rand(n, generator=self.generator, device=self.device)
@@ -110,10 +117,11 @@ class VelocityCommand:
             initial = (full[0] * c.curriculum_initial_scale, full[1] * c.curriculum_initial_scale)
         return tuple(i + (f - i) * p for i, f in zip(initial, full))
 
-    def update(self, dt: float, heading: torch.Tensor) -> None:
+    def update(self, dt: float, heading: torch.Tensor, lin_vel_xy_error: torch.Tensor | None = None) -> None:
         """Advance the timers by ``dt`` (s), resample the expired commands, apply heading control at the current
-        base ``heading`` [N] (rad), zero the standing envs."""
-        self.steps += 1
+        base ``heading`` [N] (rad), zero the standing envs. ``lin_vel_xy_error`` [N] (m/s): the step's planar
+        tracking error of each env, for the curriculum's gate (required when the gate is on)."""
+        self.steps += self._gate(lin_vel_xy_error)
         self.time_left = self.time_left - dt
         expired = self.time_left <= 0.0
         if bool(expired.any()):
@@ -125,12 +133,31 @@ class VelocityCommand:
             self.command[:, 2] = torch.where(self.is_heading_env, wz, self.command[:, 2])
         self.command = torch.where(self.is_standing_env[:, None], torch.zeros_like(self.command), self.command)
 
+    def _gate(self, lin_vel_xy_error: torch.Tensor | None) -> int:
+        """1 if the curriculum's clock advances this step, else 0 (``curriculum_gate_lin_vel_error``: the running
+        error over the moving envs must be below the gate; off, or the curriculum done: always 1)."""
+        c = self.cfg
+        if c.curriculum_gate_lin_vel_error is None or not c.has_curriculum or self.progress >= 1.0:
+            return 1
+        if lin_vel_xy_error is None:
+            raise ValueError("the curriculum's gate (curriculum_gate_lin_vel_error) needs the step's planar "
+                             "tracking error: VelocityCommand.update(dt, heading, lin_vel_xy_error)")
+        error = lin_vel_xy_error.detach()
+        counted = ~self.is_standing_env & torch.isfinite(error)  # a diverged env is reset and counted by the env
+        if not bool(counted.any()):
+            return 0
+        error = float(error[counted].mean())
+        a = 1.0 / c.curriculum_gate_window
+        self.gate_error = error if math.isnan(self.gate_error) else (1.0 - a) * self.gate_error + a * error
+        return int(self.gate_error < c.curriculum_gate_lin_vel_error)
+
     def state_dict(self) -> dict:
         state = {k: getattr(self, k).clone() for k in
                  ("command", "heading_target", "is_heading_env", "is_standing_env", "time_left")}
         state["steps"] = self.steps
+        state["gate_error"] = self.gate_error
         return state
 
     def load_state_dict(self, state: dict) -> None:
         for k, v in state.items():
-            setattr(self, k, v if k == "steps" else v.clone().to(self.device))
+            setattr(self, k, v if k in ("steps", "gate_error") else v.clone().to(self.device))

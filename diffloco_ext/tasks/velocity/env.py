@@ -156,6 +156,14 @@ class VelocityEnv(LocomotionEnv):
         return {"lin_vel_xy_error": torch.linalg.norm(cmd[:, :2] - base.lin_vel_b[:, :2], dim=1),
                 "ang_vel_z_error": (cmd[:, 2] - base.ang_vel_b[:, 2]).abs()}
 
+    def _episode_log(self, dones, terminated, diverged, time_outs) -> dict[str, float]:
+        """The base class's episode log plus the command curriculum's progress (0-1) and its gate's running planar
+        error (m/s, NaN without a gate)."""
+        log = super()._episode_log(dones, terminated, diverged, time_outs)
+        log["Curriculum/command_progress"] = self.commands.progress
+        log["Curriculum/gate_lin_vel_error"] = self.commands.gate_error
+        return log
+
     # ---- resets, randomisation, events -------------------------------------------------------------------------------
     def _sample_reset(self):
         N, rc = self.num_envs, self.cfg.reset
@@ -194,7 +202,7 @@ class VelocityEnv(LocomotionEnv):
         self.commands.resample(mask)
 
     def _post_reset(self, dones: torch.Tensor) -> None:
-        self.commands.update(self.step_dt, self.base_state().heading)
+        self.commands.update(self.step_dt, self.base_state().heading, self.step_metrics.get("lin_vel_xy_error"))
         r = self.cfg.randomization
         self.push_time_left = self.push_time_left - self.step_dt
         due = (self.push_time_left <= 0.0) & ~dones

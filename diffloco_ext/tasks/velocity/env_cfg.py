@@ -53,6 +53,14 @@ class CommandsCfg:
     over all directions average the first-order gradient of a command-independent gait to about zero."""
     curriculum_initial_lin_vel_y: tuple[float, float] | None = None
     curriculum_initial_ang_vel_z: tuple[float, float] | None = None
+    curriculum_gate_lin_vel_error: float | None = None
+    """Performance gate of the curriculum (m/s; None: off, the curriculum follows the step count alone): its clock
+    advances on a policy step only while the running planar tracking error ``||v_xy,cmd - v_xy||`` (the mean over
+    the moving envs, exponentially averaged over ``curriculum_gate_window`` policy steps) is below this, so the
+    ranges widen only as fast as the policy follows them (as legged_gym's command curriculum widens its ranges when
+    the tracking reward is high). Each data-parallel rank gates its own envs."""
+    curriculum_gate_window: int = 320
+    """Time constant of the gate's running error (policy steps of each env; 320 = 10 SHAC iterations of 32)."""
     resampling_time_final: float | None = None
     """Resampling period (s) once the curriculum has reached the full ranges (at once without a curriculum; None: ``resampling_time``
     throughout). A training choice, not part of the interface: a shorter period puts more command changes in
