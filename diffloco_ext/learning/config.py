@@ -96,6 +96,11 @@ class SHACAlgorithmCfg:
     """Iterations ``(start, end)`` of the ramp (the weight is ``value_gradient_scale`` before ``start`` and
     ``value_gradient_scale_final`` from ``end`` on). E.g. a low weight while a command curriculum teaches the policy
     to walk (the critic of a standing policy pulls towards standing), then 1 (SHAC) once it walks."""
+    value_gradient_ramp_from: str = "start"
+    """What ``value_gradient_ramp``'s iterations count from: ``"start"`` (iteration 0) or ``"curriculum_end"`` (the
+    first iteration at which the env's ``curriculum_progress`` is 1 on every rank; the weight stays at
+    ``value_gradient_scale`` until then), so that a curriculum that advances with the policy's tracking (its gate)
+    and the ramp stay in order."""
 
 
 @dataclass

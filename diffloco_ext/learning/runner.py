@@ -93,7 +93,7 @@ class SHACRunner:
         total_it = start_it + num_learning_iterations
         for it in range(start_it, total_it):
             start = time.time()
-            self.alg.set_learning_rates(it)
+            self.alg.set_learning_rates(it, self._curriculum_progress())
             self.env.detach_state()
             obs = self.env.get_observations().to(self.device)
             for _ in range(horizon):
@@ -138,6 +138,13 @@ class SHACRunner:
         if self.logger.writer is not None:
             self.save(os.path.join(self.logger.log_dir, f"model_{self.current_learning_iteration}.pt"))
             self.logger.stop_logging_writer()
+
+    def _curriculum_progress(self) -> float:
+        """The env's ``curriculum_progress`` in [0, 1] (1 for an env without one), the lowest over the ranks."""
+        progress = torch.tensor([float(getattr(self.env, "curriculum_progress", 1.0))])
+        if self.is_distributed:
+            torch.distributed.all_reduce(progress, op=torch.distributed.ReduceOp.MIN)
+        return float(progress)
 
     def _action_std(self) -> torch.Tensor:
         dist = getattr(self.alg.actor, "distribution", None)

@@ -96,6 +96,7 @@ class SHAC:
         value_gradient_scale: float = 1.0,
         value_gradient_scale_final: float | None = None,
         value_gradient_ramp: tuple[int, int] | list[int] = (0, 0),
+        value_gradient_ramp_from: str = "start",
         max_iterations: int = 1,
         device: str = "cpu",
         multi_gpu_cfg: dict | None = None,
@@ -113,6 +114,9 @@ class SHAC:
         if len(ramp) != 2 or ramp[0] < 0 or ramp[1] < ramp[0]:
             raise ValueError(f"value_gradient_ramp must be (start, end) iterations with 0 <= start <= end, got "
                              f"{value_gradient_ramp}.")
+        if value_gradient_ramp_from not in ("start", "curriculum_end"):
+            raise ValueError(f"value_gradient_ramp_from must be 'start' or 'curriculum_end', got "
+                             f"'{value_gradient_ramp_from}'.")
         if not 0.0 <= target_critic_alpha < 1.0:
             raise ValueError(f"target_critic_alpha must be in [0, 1), got {target_critic_alpha}.")
         self.device = device
@@ -132,6 +136,9 @@ class SHAC:
         self.value_gradient_scale_init = float(value_gradient_scale)
         self.value_gradient_scale_final = None if value_gradient_scale_final is None else float(value_gradient_scale_final)
         self.value_gradient_ramp = ramp
+        self.value_gradient_ramp_from = value_gradient_ramp_from
+        #: The first iteration at which the env's curriculum was complete (``value_gradient_ramp_from="curriculum_end"``).
+        self.curriculum_end_iteration: int | None = None
         self.schedule = schedule
         self.actor_learning_rate_init = actor_learning_rate
         self.critic_learning_rate_init = critic_learning_rate
@@ -161,12 +168,22 @@ class SHAC:
         """Current critic learning rate."""
         return self.critic_optimizer.param_groups[0]["lr"]
 
-    def set_learning_rates(self, iteration: int) -> None:
+    def set_learning_rates(self, iteration: int, curriculum_progress: float = 1.0) -> None:
         """Apply the schedules for ``iteration`` (0-based): learning rates decaying linearly to ``min_learning_rate``
-        at ``max_iterations``; the bootstrap-gradient weight along its ramp (if ``value_gradient_scale_final``)."""
+        at ``max_iterations``; the bootstrap-gradient weight along its ramp (if ``value_gradient_scale_final``),
+        counted from 0 or from the first iteration with ``curriculum_progress`` (the env's, in [0, 1]) at 1."""
+        if self.value_gradient_ramp_from == "curriculum_end" and self.curriculum_end_iteration is None \
+                and curriculum_progress >= 1.0:
+            self.curriculum_end_iteration = int(iteration)
         if self.value_gradient_scale_final is not None:
             start, end = self.value_gradient_ramp
+            if self.value_gradient_ramp_from == "curriculum_end":
+                offset = self.curriculum_end_iteration
+                iteration = -1 if offset is None else iteration - offset
+                start, end = max(start, 0), max(end, 0)
             frac = 1.0 if iteration >= end else (0.0 if iteration <= start else (iteration - start) / (end - start))
+            if iteration < 0:
+                frac = 0.0
             self.value_gradient_scale = self.value_gradient_scale_init + frac * (
                 self.value_gradient_scale_final - self.value_gradient_scale_init)
         frac = min(iteration / self.max_iterations, 1.0) if self.schedule == "linear" else 0.0
@@ -375,6 +392,7 @@ class SHAC:
             "actor_optimizer_state_dict": self.actor_optimizer.state_dict(),
             "critic_optimizer_state_dict": self.critic_optimizer.state_dict(),
             "skipped_updates": {"actor": self.skipped_actor_updates, "critic": self.skipped_critic_updates},
+            "curriculum_end_iteration": self.curriculum_end_iteration,
         }
 
     def load(self, loaded_dict: dict, load_cfg: dict | None, strict: bool) -> bool:
@@ -394,6 +412,8 @@ class SHAC:
             skipped = loaded_dict.get("skipped_updates", {})
             self.skipped_actor_updates = int(skipped.get("actor", 0))
             self.skipped_critic_updates = int(skipped.get("critic", 0))
+        if load_cfg.get("iteration") and loaded_dict.get("curriculum_end_iteration") is not None:
+            self.curriculum_end_iteration = int(loaded_dict["curriculum_end_iteration"])
         return bool(load_cfg.get("iteration", False))
 
     def broadcast_parameters(self) -> None:

@@ -338,6 +338,40 @@ def test_value_gradient_scale_ramps_between_its_iterations():
         _quiet(make_runner, env, cfg)
 
 
+def test_value_gradient_ramp_from_the_curriculum_end_waits_for_the_curriculum(tmp_path):
+    """``value_gradient_ramp_from="curriculum_end"``: the ramp counts from the first iteration at which the env's
+    ``curriculum_progress`` reaches 1 (read by the runner every iteration), the weight stays initial until then,
+    and that iteration survives a checkpoint round trip (a resumed run does not restart the ramp)."""
+    env = PointMassEnv(PointMassCfg(num_envs=4, seed=0, dim=2))
+    cfg = _small_cfg()
+    cfg.algorithm.value_gradient_scale = 0.2
+    cfg.algorithm.value_gradient_scale_final = 1.0
+    cfg.algorithm.value_gradient_ramp = (10, 20)
+    cfg.algorithm.value_gradient_ramp_from = "curriculum_end"
+    runner = _quiet(make_runner, env, cfg, str(tmp_path))
+    alg = runner.alg
+    for iteration, progress, expected in ((0, 0.0, 0.2), (30, 0.5, 0.2), (40, 0.99, 0.2), (41, 1.0, 0.2),
+                                          (56, 1.0, 0.6), (61, 1.0, 1.0), (62, 0.5, 1.0)):
+        alg.set_learning_rates(iteration, progress)
+        assert alg.value_gradient_scale == pytest.approx(expected), iteration
+    assert alg.curriculum_end_iteration == 41
+    env.curriculum_progress = 0.3  # the runner reads the env's progress: a curriculum not done holds the weight
+    fresh = _quiet(make_runner, PointMassEnv(PointMassCfg(num_envs=4, seed=0, dim=2)), cfg, None)
+    fresh.env.curriculum_progress = 0.3
+    _quiet(fresh.learn, 3)
+    assert fresh.alg.curriculum_end_iteration is None and fresh.alg.value_gradient_scale == pytest.approx(0.2)
+    fresh.env.curriculum_progress = 1.0
+    _quiet(fresh.learn, 2)
+    assert fresh.alg.curriculum_end_iteration == 3
+    runner.save(str(tmp_path / "model.pt"))
+    resumed = _quiet(make_runner, PointMassEnv(PointMassCfg(num_envs=4, seed=0, dim=2)), cfg, None)
+    resumed.load(str(tmp_path / "model.pt"))
+    assert resumed.alg.curriculum_end_iteration == 41
+    cfg.algorithm.value_gradient_ramp_from = "curriculum"
+    with pytest.raises(ValueError, match="value_gradient_ramp_from"):
+        _quiet(make_runner, env, cfg)
+
+
 # ---- learning -----------------------------------------------------------------------------------------------------
 def test_shac_improves_point_mass_return_quickly():
     """A few seconds of SHAC on the 8-D point mass: the deterministic return rises well above the initial one."""

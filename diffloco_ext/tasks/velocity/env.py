@@ -156,6 +156,11 @@ class VelocityEnv(LocomotionEnv):
         return {"lin_vel_xy_error": torch.linalg.norm(cmd[:, :2] - base.lin_vel_b[:, :2], dim=1),
                 "ang_vel_z_error": (cmd[:, 2] - base.ang_vel_b[:, 2]).abs()}
 
+    @property
+    def curriculum_progress(self) -> float:
+        """The command curriculum's progress in [0, 1] (1: the full ranges; learners may schedule on it)."""
+        return self.commands.progress
+
     def _episode_log(self, dones, terminated, diverged, time_outs) -> dict[str, float]:
         """The base class's episode log plus the command curriculum's progress (0-1) and its gate's running planar
         error (m/s, NaN without a gate)."""
