@@ -95,6 +95,11 @@ TRAINING_OVERRIDES = ["env.observation_noise.enable=false", "env.rewards.track_l
 #: selection: the smooth policies of docs/tasks.md run at 0.17-0.46, a chattering run of session 9 at 0.8-1.3
 #: (0 falls in our hard contact, 100 / 100 in MuJoCo).
 MAX_ACTION_RATE = 0.6
+#: The SHAC schedule's length in iterations (the learning rate decays linearly over it): fixed, so that a seed's run
+#: is the same run whatever the machine's speed or load (with the count fitted to measured time, one seed's runs
+#: differed from the first refit on). This machine runs it in about 15 min; a slower one stops earlier, at a
+#: checkpoint, when ``--train_minutes`` runs out.
+ITERATIONS = 0
 #: Checkpoints with a planar tracking error above this (m/s, the task issue's target in hard contact) rank after the
 #: ones that track: a run that stepped in place falls rarely (session 9's fresh clone: 0-4 falls at 0.6-0.7 m/s).
 MAX_LIN_VEL_ERROR = 0.25
@@ -109,6 +114,7 @@ def train(args) -> tuple[object, object, str, float]:
     checkpoint into a runner of this process. Returns ``(runner, env, log_dir, seconds)``."""
     argv = ["--task", TASK, "--algo", "shac", "--num_envs", str(args.num_envs), "--seed", str(args.seed),
             "--max_minutes", str(args.train_minutes), "--run_name", "main_job", "--log_root", args.log_root,
+            *([] if args.iterations is None else ["--max_iterations", str(args.iterations)]),
             *TRAINING_OVERRIDES, *args.overrides]
     print(f"[main_job] 1/4 training SHAC on {TASK}: {args.ranks} rank(s) x {args.num_envs} envs, "
           f"{args.train_minutes:.1f} min budget", flush=True)
@@ -296,6 +302,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--train_minutes", type=float, default=15.0,
                         help="wall-clock budget of the training (the whole job, install included, fits 20 min)")
+    parser.add_argument("--iterations", type=int, default=ITERATIONS,
+                        help="SHAC iterations of the learning-rate schedule (fixed, so a seed's run does not depend on "
+                             "the machine's speed); training stops earlier at a checkpoint if --train_minutes runs "
+                             "out. 0: no fixed schedule, the count fitted to the budget")
     parser.add_argument("--num_envs", type=int, default=128, help="envs per rank")
     parser.add_argument("--ranks", type=int, default=2, help="data-parallel training processes (one per core)")
     parser.add_argument("--episodes", type=int, default=None,
@@ -310,6 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strict", action="store_true", help="exit non-zero when the validation FAILs")
     parser.add_argument("overrides", nargs="*", help="env.<field>=<value> agent.<field>=<value>")
     args = parser.parse_args(argv)
+    args.iterations = args.iterations or None
     torch.set_num_threads(1)
     t0 = time.time()
     runner, env, log_dir, train_s = train(args)
