@@ -20,7 +20,8 @@ import time
 
 import torch
 
-from diffloco_ext.learning.cli import add_common_args, learn_within_budget, load_configs, new_run_dir, resolve_checkpoint
+from diffloco_ext.learning.cli import (add_common_args, learn_within_budget, load_configs, new_run_dir, resolve_checkpoint,
+                                      seed_everything)
 from diffloco_ext.learning.runner import make_runner
 from diffloco_ext.tasks import registry
 from diffloco_ext.tasks.cfg_override import ConfigOverrideError
@@ -46,6 +47,7 @@ def main(argv: list[str] | None = None) -> str:
     resume_path = resolve_checkpoint(args, agent_cfg) if args.resume else None
     rank = int(os.environ.get("RANK", "0"))  # data-parallel ranks (torchrun): own envs and seed, rank 0 logs
     env_cfg.seed += rank
+    seed_everything(agent_cfg.seed + rank)  # the network is broadcast from rank 0; the exploration noise differs
     log_dir = new_run_dir(args, agent_cfg, env_cfg) if rank == 0 else None
     print(f"[diffloco] task {args.task}, {args.algo}, {env_cfg.num_envs} envs, logs in {log_dir}", flush=True)
     env = registry.make_env(args.task, env_cfg)

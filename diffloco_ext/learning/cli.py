@@ -33,6 +33,20 @@ def add_common_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("overrides", nargs="*", help="config overrides: env.<field>=<value> agent.<field>=<value>")
 
 
+def seed_everything(seed: int) -> None:
+    """Seed Python's, NumPy's and torch's global generators (network initialisation, exploration noise, the
+    runner's random episode lengths; the env draws from its own generator, seeded by its config), as Isaac Lab's
+    train scripts do with the agent's seed. Data-parallel ranks pass ``seed + rank``."""
+    import random
+
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
 def load_configs(args: argparse.Namespace):
     """The task's env and agent configs with the CLI arguments and the overrides applied (validated)."""
     env_cfg = registry.load_cfg(args.task, "env_cfg_entry_point")
