@@ -125,6 +125,25 @@ def test_train_resume_play_export(tmp_path, algo):
     assert result["export_errors"]["jit"] < 1e-5 and result["export_errors"]["onnx"] < 1e-4
 
 
+def test_a_seed_gives_the_same_run(tmp_path):
+    """``--seed`` seeds the network initialisation and the exploration noise (Isaac Lab's train scripts seed torch
+    with the agent's seed): two runs of one seed end with the same weights, another seed with others."""
+    train = _script("train")
+
+    def actor(seed, name):
+        run = train.main(["--task", TASK, "--algo", "shac", "--num_envs", "4", "--log_root", str(tmp_path),
+                          "agent.num_steps_per_env=3", "--max_iterations", "2", "--seed", seed, "--run_name", name])
+        return torch.load(os.path.join(run, "model_2.pt"), weights_only=False)["actor_state_dict"]
+
+    torch.manual_seed(123)  # whatever the global generator held before
+    a = actor("5", "a")
+    torch.manual_seed(456)
+    b, c = actor("5", "b"), actor("6", "c")
+    for key in a:
+        torch.testing.assert_close(a[key], b[key], rtol=0, atol=0)
+    assert any(not torch.equal(a[key], c[key]) for key in a)
+
+
 def test_play_reports_the_forward_speed_of_a_task_without_commands(tmp_path, capsys):
     """DiffLoco-Quadruped-Forward has no velocity commands: play prints its metrics (forward speed, m/s, the base's
     world-x velocity averaged over every env step) and how the episodes ended."""
