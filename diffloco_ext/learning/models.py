@@ -26,16 +26,31 @@ _ATANH_EPS = 1e-6
 
 
 class ScaledTanh(nn.Module):
-    """``limit · tanh(x / limit)`` elementwise: the identity near 0, bounded by ``±limit`` (TorchScript/ONNX-friendly)."""
+    """``limit · tanh(x / limit)`` elementwise: the identity near 0, bounded by ``±limit`` (TorchScript/ONNX-friendly).
+
+    ``limit`` is a buffer, so it travels in checkpoints: a policy loaded from one acts with the limit it was trained
+    with whatever the config that rebuilt it says (a checkpoint saved before it was a buffer keeps the config's)."""
 
     def __init__(self, limit: float = 1.0) -> None:
         super().__init__()
-        self.limit = float(limit)
+        self.register_buffer("limit", torch.tensor(float(limit)))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.limit == 1.0:
-            return torch.tanh(x)
         return self.limit * torch.tanh(x / self.limit)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        key = prefix + "limit"
+        if key not in state_dict:  # saved before the limit was a buffer: the config's (the run's params/agent.yaml)
+            state_dict[key] = self.limit.detach().clone()
+        loaded = float(state_dict[key])
+        if not (math.isfinite(loaded) and loaded > 0.0):
+            error_msgs.append(f"{key}: the action limit must be a finite positive number, got {loaded}")
+        elif loaded != float(self.limit):
+            print(f"[diffloco] the checkpoint's action limit {loaded:g} replaces the config's {float(self.limit):g}",
+                  flush=True)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
 
 
 class SquashedGaussianDistribution(GaussianDistribution):
@@ -53,8 +68,12 @@ class SquashedGaussianDistribution(GaussianDistribution):
         if not (math.isfinite(action_limit) and action_limit > 0.0):
             raise ValueError(f"action_limit must be a finite positive number, got {action_limit!r}")
         super().__init__(output_dim, **kwargs)
-        self.action_limit = float(action_limit)
-        self._squash = ScaledTanh(self.action_limit)
+        self._squash = ScaledTanh(action_limit)
+
+    @property
+    def action_limit(self) -> float:
+        """L (raw action units): the config's, or the loaded checkpoint's."""
+        return float(self._squash.limit)
 
     def sample(self) -> torch.Tensor:
         """Reparameterised, squashed sample ``(..., A)`` in (-L, L), differentiable w.r.t. mean and std."""

@@ -224,3 +224,31 @@ def test_action_limit_bounds_samples_log_prob_and_export(tmp_path):
     session = ort.InferenceSession(runner.export_policy_to_onnx(str(tmp_path)), providers=["CPUExecutionProvider"])
     np.testing.assert_allclose(session.run(["actions"], {"obs": obs.numpy()})[0], expected.numpy(), rtol=1e-5,
                                atol=1e-5)
+
+
+def test_the_action_limit_travels_with_the_checkpoint(tmp_path, capsys):
+    """A checkpoint trained with limit 3 loaded into a runner whose config says 1 acts (and exports) with 3; a
+    checkpoint saved without the buffer keeps the config's limit."""
+    cfg = _cfg()
+    cfg.actor.distribution_cfg.action_limit = 3.0
+    torch.manual_seed(0)
+    trained = _quiet(make_runner, PointMassEnv(PointMassCfg(num_envs=8, seed=0, dim=3, max_episode_length=12)), cfg, None)
+    with torch.no_grad():
+        trained.alg.actor.mlp[-1].bias.fill_(5.0)
+    path = str(tmp_path / "model_0.pt")
+    trained.save(path)
+    plain = _runner()
+    plain.load(path)
+    assert "action limit 3 replaces the config's 1" in capsys.readouterr().out
+    obs = plain.env.get_observations()
+    with torch.no_grad():
+        torch.testing.assert_close(plain.get_inference_policy()(obs), trained.get_inference_policy()(obs))
+    assert float(plain.get_inference_policy()(obs).max()) > 1.2
+    jit = torch.jit.load(plain.export_policy_to_jit(str(tmp_path)))
+    assert float(jit(torch.randn(4, 6)).max()) > 1.2
+    old = torch.load(path, weights_only=False)
+    del old["actor_state_dict"]["distribution._squash.limit"]
+    torch.save(old, str(tmp_path / "old.pt"))
+    fresh = _runner()
+    fresh.load(str(tmp_path / "old.pt"))
+    assert fresh.alg.actor.distribution.action_limit == 1.0
