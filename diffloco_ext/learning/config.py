@@ -100,7 +100,8 @@ class SHACAlgorithmCfg:
     """What ``value_gradient_ramp``'s iterations count from: ``"start"`` (iteration 0) or ``"curriculum_end"`` (the
     first iteration at which the env's ``curriculum_progress`` is 1 on every rank; the weight stays at
     ``value_gradient_scale`` until then), so that a curriculum that advances with the policy's tracking (its gate)
-    and the ramp stay in order."""
+    and the ramp stay in order. The linear learning-rate decay counts from the same origin (initial rates until the
+    curriculum's end, then the decay over ``max_iterations``)."""
 
 
 @dataclass

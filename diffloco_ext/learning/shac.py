@@ -175,18 +175,23 @@ class SHAC:
         if self.value_gradient_ramp_from == "curriculum_end" and self.curriculum_end_iteration is None \
                 and curriculum_progress >= 1.0:
             self.curriculum_end_iteration = int(iteration)
+        # iterations since the schedules' origin: 0, or the curriculum's end (None: not reached yet)
+        if self.value_gradient_ramp_from == "start":
+            since = iteration
+        else:
+            since = None if self.curriculum_end_iteration is None else iteration - self.curriculum_end_iteration
         if self.value_gradient_scale_final is not None:
             start, end = self.value_gradient_ramp
-            if self.value_gradient_ramp_from == "curriculum_end":
-                offset = self.curriculum_end_iteration
-                iteration = -1 if offset is None else iteration - offset
-                start, end = max(start, 0), max(end, 0)
-            frac = 1.0 if iteration >= end else (0.0 if iteration <= start else (iteration - start) / (end - start))
-            if iteration < 0:
+            if since is None:
                 frac = 0.0
+            else:
+                frac = 1.0 if since >= end else (0.0 if since <= start else (since - start) / (end - start))
             self.value_gradient_scale = self.value_gradient_scale_init + frac * (
                 self.value_gradient_scale_final - self.value_gradient_scale_init)
-        frac = min(iteration / self.max_iterations, 1.0) if self.schedule == "linear" else 0.0
+        # the linear learning-rate decay counts from the same origin (with "curriculum_end": the initial rates until
+        # the curriculum is done, then the decay over max_iterations; the main job of docs/tasks.md, session 10)
+        lr_since = 0 if since is None else since
+        frac = min(lr_since / self.max_iterations, 1.0) if self.schedule == "linear" else 0.0
         for opt, lr0 in ((self.actor_optimizer, self.actor_learning_rate_init),
                          (self.critic_optimizer, self.critic_learning_rate_init)):
             for group in opt.param_groups:

@@ -355,6 +355,10 @@ def test_value_gradient_ramp_from_the_curriculum_end_waits_for_the_curriculum(tm
         alg.set_learning_rates(iteration, progress)
         assert alg.value_gradient_scale == pytest.approx(expected), iteration
     assert alg.curriculum_end_iteration == 41
+    lr0 = cfg.algorithm.actor_learning_rate  # the linear decay counts from the curriculum's end too
+    alg.max_iterations = 100
+    alg.set_learning_rates(91, 1.0)
+    assert alg.learning_rate == pytest.approx(lr0 + (cfg.algorithm.min_learning_rate - lr0) * 0.5)
     env.curriculum_progress = 0.3  # the runner reads the env's progress: a curriculum not done holds the weight
     fresh = _quiet(make_runner, PointMassEnv(PointMassCfg(num_envs=4, seed=0, dim=2)), cfg, None)
     fresh.env.curriculum_progress = 0.3
