@@ -449,3 +449,40 @@ def test_env_feeds_the_curriculum_gate_and_logs_the_progress():
     assert env.commands.steps == 0 and env.commands.gate_error > 0.3
     assert logs and logs[-1]["Curriculum/command_progress"] == 0.0
     assert logs[-1]["Curriculum/gate_lin_vel_error"] == pytest.approx(env.commands.gate_error, rel=0.2)
+
+
+def _push_env(after_curriculum: bool, curriculum_steps: int) -> VelocityEnv:
+    cfg = AnymalDFlatEnvCfg(num_envs=4, seed=5)
+    cfg.sim.dtype = "float32"
+    cfg.observation_noise.enable = False
+    cfg.randomization.push_velocity_xy = 1.0
+    cfg.randomization.push_interval = (0.1, 0.1)  # every 5 policy steps
+    cfg.randomization.pushes_after_curriculum = after_curriculum
+    if curriculum_steps:
+        cfg.commands.curriculum_steps = curriculum_steps
+        cfg.commands.curriculum_initial_scale = 0.5
+    return VelocityEnv(cfg)
+
+
+def _planar_velocity_jumps(env: VelocityEnv, steps: int) -> list[int]:
+    """Policy steps at which some env's world-frame planar base velocity jumped by > 0.3 m/s after the step."""
+    jumps = []
+    with torch.no_grad():
+        for k in range(steps):
+            env.step(torch.zeros(env.num_envs, 12))
+            before = env.last_output.u[:, :2].clone()  # the physics' end-of-step velocity
+            after = env.u[:, :2]  # after the step's events (the push)
+            if bool(((after - before).norm(dim=1) > 0.3).any()):
+                jumps.append(k)
+    return jumps
+
+
+def test_pushes_kick_at_their_interval_and_wait_for_the_curriculum_when_asked():
+    """Pushes change the base's planar velocity at the push interval; with ``pushes_after_curriculum`` nobody is
+    pushed while the command curriculum runs, and pushes start once it has reached the full ranges."""
+    plain = _planar_velocity_jumps(_push_env(False, 0), 12)
+    assert plain and all(k % 5 == 4 for k in plain), plain  # a push every 0.1 s = 5 policy steps
+    waiting = _push_env(True, 8)  # the curriculum reaches the full ranges after 8 policy steps
+    jumps = _planar_velocity_jumps(waiting, 16)
+    assert jumps and min(jumps) >= 8, jumps
+    assert _planar_velocity_jumps(_push_env(True, 0), 6), "without a curriculum the pushes start at once"

@@ -211,8 +211,10 @@ class VelocityEnv(LocomotionEnv):
         r = self.cfg.randomization
         self.push_time_left = self.push_time_left - self.step_dt
         due = (self.push_time_left <= 0.0) & ~dones
-        if r.enable and r.push_velocity_xy > 0 and bool(due.any()):
-            dv = self.uniform(-r.push_velocity_xy, r.push_velocity_xy, self.num_envs, 2) * due[:, None]
+        # with pushes_after_curriculum the timers run during the curriculum but push nobody
+        push = due if not (r.pushes_after_curriculum and self.commands.progress < 1.0) else torch.zeros_like(due)
+        if r.enable and r.push_velocity_xy > 0 and bool(push.any()):
+            dv = self.uniform(-r.push_velocity_xy, r.push_velocity_xy, self.num_envs, 2) * push[:, None]
             self.u = torch.cat((self.u[:, :2] + dv, self.u[:, 2:]), dim=1)  # world-frame velocity change
         self.push_time_left = torch.where(due, self.uniform(*r.push_interval, self.num_envs).float(),
                                           self.push_time_left)

@@ -185,6 +185,10 @@ class RandomizationCfg:
     damping_scale: tuple[float, float] = (0.85, 1.15)
     push_interval: tuple[float, float] = (10.0, 15.0)  # s
     push_velocity_xy: float = 0.5  # m/s, added to the base velocity
+    pushes_after_curriculum: bool = False
+    """Push only once the command curriculum has reached the full ranges (at once without a curriculum). A
+    training choice: pushes during the curriculum kept SHAC's runs from starting to walk; after it, fine-tuning
+    with pushes of 1 m/s every 2-4 s cut the falls (docs/tasks.md, session 11)."""
 
 
 @dataclass
