@@ -235,6 +235,7 @@ def events_cfg(rand: task_cfg.RandomizationCfg, reset: task_cfg.ResetCfg):
             "velocity_range": {k: (-v, v) for k in ("x", "y", "z", "roll", "pitch", "yaw")}})
         reset_robot_joints = EventTerm(func=mdp.reset_joints_by_scale, mode="reset", params={
             "position_range": reset.joint_pos_scale, "velocity_range": (0.0, 0.0)})
+        # pushes_after_curriculum: the commands here have no curriculum (commands_cfg), so pushes start at once
         push_robot = EventTerm(func=mdp.push_by_setting_velocity, mode="interval", interval_range_s=rand.push_interval,
                                params={"velocity_range": {"x": (-rand.push_velocity_xy, rand.push_velocity_xy),
                                                           "y": (-rand.push_velocity_xy, rand.push_velocity_xy)}}) \

@@ -121,3 +121,28 @@ def test_missing_threshold_missing_file_bad_yaml_and_loops(tmp_path):
     listed.write_text("- robot: anymal_d\n")
     with pytest.raises(ScenarioConfigError, match="must be a mapping"):
         load_config(listed)
+
+
+def test_the_fast_commands_file_puts_every_planar_command_at_the_edge():
+    """``anymal_d_fast_commands.yaml`` (the main job's checkpoint selection): one scenario, 100 episodes, whose
+    random commands all lie 0.85-1 of the way to the edge of the [-1, 1]^2 square (0.85-1.41 m/s)."""
+    import math
+
+    import torch
+
+    from diffloco_ext.tasks.velocity.commands import VelocityCommand
+    from diffloco_ext.tasks.velocity.env_cfg import CommandsCfg
+
+    config = load_config(default_config_path("anymal_d").parent / "anymal_d_fast_commands.yaml")
+    assert [s.name for s in config.scenarios] == ["fast_commands"]
+    scenario = config.scenarios[0]
+    assert scenario.episodes == 100 and scenario.seeds == [0] and scenario.schedule is None
+    cfg = scenario.commands_cfg(CommandsCfg(rel_standing_envs=0.0))
+    commands = VelocityCommand(cfg, 2000, "cpu", torch.Generator().manual_seed(0))
+    commands.resample(torch.ones(2000, dtype=torch.bool))
+    vxy = commands.command[:, :2].double()
+    edge = vxy.abs().max(dim=1).values  # the fraction of the way to the square's edge along the command's direction
+    assert float(edge.min()) >= 0.85 - 1e-6 and float(edge.max()) <= 1.0 + 1e-6
+    speed = vxy.norm(dim=1)
+    assert float(speed.min()) >= 0.85 - 1e-6 and float(speed.max()) <= math.sqrt(2) + 1e-6
+    assert float((speed > 1.1).double().mean()) > 0.3  # 0.35, against ~0.1 for uniform commands
