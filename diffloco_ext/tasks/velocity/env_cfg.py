@@ -187,8 +187,9 @@ class RandomizationCfg:
     push_velocity_xy: float = 0.5  # m/s, added to the base velocity
     pushes_after_curriculum: bool = False
     """Push only once the command curriculum has reached the full ranges (at once without a curriculum). A
-    training choice: pushes during the curriculum kept SHAC's runs from starting to walk; after it, fine-tuning
-    with pushes of 1 m/s every 2-4 s cut the falls (docs/tasks.md, session 11)."""
+    training choice: the early SHAC runs with pushes (and the full randomisation) from the start kept falling; after
+    the curriculum, pushes of 0.5 m/s every 3-6 s halved the falls at fast commands, fine-tuning and from scratch
+    (docs/tasks.md, session 11)."""
 
 
 @dataclass
