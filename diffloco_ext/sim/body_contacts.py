@@ -182,18 +182,21 @@ def body_contact_kernels(dtype):
         bodies_out: T.Bodies,
     ):
         """Flat ground, forward only: each body's smallest capsule gap from the heights of the capsules' end
-        points, one thread per environment (the exact capsule-plane gap; no terrain query)."""
+        points, one thread per environment (the exact capsule-plane gap; no terrain query). The same arithmetic
+        as :func:`capsule_gaps` then :func:`body_min` on flat ground, so an untaped step's gaps equal a taped
+        step's bit for bit."""
         e = wp.tid()
-        z0 = q_in[e, 2] - model.ground_height[e]
+        g = model.ground_height[e]
         start = model.collision_shape_start
         for k in range(bodies_out.body_gap.shape[1]):
             best = big
             for s in range(start[k], start[k + 1]):
                 b = model.collision_shape_body[s]
+                origin = base_position(q_in, e) + kin_in.body_pos[e, b]
                 R = kin_in.body_rot[e, b]
-                row = vec3(R[2, 0], R[2, 1], R[2, 2])
-                lowest = wp.min(wp.dot(row, model.collision_shape_a[s]), wp.dot(row, model.collision_shape_b[s]))
-                best = wp.min(best, lowest + z0 + kin_in.body_pos[e, b][2] - model.collision_shape_radius[s])
+                x0 = origin + R * model.collision_shape_a[s]
+                x1 = origin + R * model.collision_shape_b[s]
+                best = wp.min(best, wp.min(x0[2] - g, x1[2] - g) - model.collision_shape_radius[s])
             bodies_out.body_gap[e, k] = best
 
     return capsule_gaps, body_min, body_min_adjoint, flat_body_gaps

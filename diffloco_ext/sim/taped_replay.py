@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import warp as wp
 
+from .body_contacts import body_gaps
 from .model import RANDOMIZABLE
 from .state import Control, State
 
@@ -59,6 +60,9 @@ class TapedStep:
             self.data = sim.advance(self.state_in, self.control, self.state_out, substeps=substeps, tape=self.tape,
                                     model=self.model)
             self.foot_pos, self.foot_vel = sim.foot_kinematics(self.state_out.q, self.state_out.u, tape=self.tape)
+            #: the collision bodies' gaps at the end state, replayed with the step (None: no collision shapes)
+            self.body_gap = (body_gaps(self.model, self.state_out.q, self.tape) if model.collision is not None
+                             else None)
         finally:
             self.forward_graph = wp.capture_end(device=device)
         self.backward_graph = None
@@ -67,6 +71,8 @@ class TapedStep:
         if d.contact_force is not None:
             self.outputs.append(d.contact_force)
         self.outputs.append(d.joint_torque)
+        if self.body_gap is not None:
+            self.outputs.append(self.body_gap)
         self.output_grad_views = [_torch(a.grad) for a in self.outputs]
         # every gradient array the backward pass adds into that is not zeroed by the reverse itself (the
         # intermediates' gradient arenas are, when each step's reverse attaches them)

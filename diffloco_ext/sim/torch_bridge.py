@@ -35,6 +35,7 @@ import torch
 import warp as wp
 
 from .model import DIFFERENTIABLE, RANDOMIZABLE
+from .body_contacts import body_gaps
 from .simulator import Simulator
 from .state import Control, State
 from .taped_replay import Lease, TapedStep, TapedStepPool
@@ -54,6 +55,10 @@ class StepOutput(NamedTuple):
     contact_state: torch.Tensor  # [N, F] contact weight (1/0 hard and soft, sigma(gap) smoothed), last substep's midpoint
     foot_gap: torch.Tensor  # [N, F] signed gap of each foot sphere (m) at the last substep's midpoint
     joint_torque: torch.Tensor  # [N, n] mean drive torque applied over the policy step (N m), differentiable
+    #: [N, K] signed gap (m, negative in penetration) of each collision body (``model.collision.body_names``) to
+    #: the terrain at the end state, differentiable (:mod:`.body_contacts`); [N, 0] for a robot without collision
+    #: shapes. Computed inside the step, so a replayed taped step (:mod:`.taped_replay`) replays it too.
+    body_gap: torch.Tensor
 
 
 def _param_array(model, name: str, tensor: torch.Tensor, own: torch.Tensor) -> wp.array:
@@ -83,6 +88,7 @@ class _StepFunction(torch.autograd.Function):
         state_out = sim.empty_state(requires_grad=True)
         data = sim.advance(state_in, control, state_out, substeps=substeps, tape=tape, model=step_model)
         foot_pos, foot_vel = sim.foot_kinematics(state_out.q, state_out.u, tape=tape)
+        gaps = body_gaps(step_model, state_out.q, tape) if model.collision is not None else None
         N, F = model.num_envs, model.num_feet
         force = data.contact_force
         if force is not None:
@@ -94,7 +100,7 @@ class _StepFunction(torch.autograd.Function):
         ctx.mark_non_differentiable(diverged, state, gap)
         ctx.save_for_backward(*params)  # an in-place change before the backward is torch's clear error
         tau = data.joint_torque
-        ctx.saved = (bridge, tape, state_in, control, state_out, foot_pos, foot_vel, force, tau, arrays)
+        ctx.saved = (bridge, tape, state_in, control, state_out, foot_pos, foot_vel, force, tau, gaps, arrays)
         return (
             wp.to_torch(state_out.q).clone(),
             wp.to_torch(state_out.u).clone(),
@@ -105,21 +111,25 @@ class _StepFunction(torch.autograd.Function):
             state,
             gap,
             wp.to_torch(tau).clone(),
+            bridge._gaps_tensor(gaps),
         )
 
     @staticmethod
-    def backward(ctx, g_q, g_u, g_foot_pos, g_foot_vel, g_force, _g_diverged, _g_state, _g_gap, g_tau):
+    def backward(ctx, g_q, g_u, g_foot_pos, g_foot_vel, g_force, _g_diverged, _g_state, _g_gap, g_tau, g_body_gap):
         if ctx.saved is None:
             raise RuntimeError("a simulator step can be backpropagated once: its tape is freed by the first "
                                "backward (retain_graph=True does not keep it); run the step again instead")
         ctx.saved_tensors  # noqa: B018 - raises if a parameter tensor was modified in place since the forward
         if isinstance(ctx.saved[1], Lease):
-            return _StepFunction._backward_recorded(ctx, (g_q, g_u, g_foot_pos, g_foot_vel, g_force, g_tau))
-        bridge, tape, state_in, control, state_out, foot_pos, foot_vel, force, tau, arrays = ctx.saved
+            return _StepFunction._backward_recorded(ctx, (g_q, g_u, g_foot_pos, g_foot_vel, g_force, g_tau,
+                                                          g_body_gap))
+        bridge, tape, state_in, control, state_out, foot_pos, foot_vel, force, tau, gaps, arrays = ctx.saved
         outputs = [(state_out.q, g_q), (state_out.u, g_u), (foot_pos, g_foot_pos), (foot_vel, g_foot_vel)]
         if force is not None:
             outputs.append((force, g_force))
         outputs.append((tau, g_tau))
+        if gaps is not None:
+            outputs.append((gaps, g_body_gap))
         for arr, grad in outputs:
             if grad is not None:
                 wp.to_torch(arr.grad).copy_(grad.reshape(wp.to_torch(arr.grad).shape))
@@ -168,6 +178,7 @@ class _StepFunction(torch.autograd.Function):
             state,
             gap,
             wp.to_torch(d.joint_torque).clone(),
+            bridge._gaps_tensor(record.body_gap),
         )
 
     @staticmethod
@@ -175,9 +186,11 @@ class _StepFunction(torch.autograd.Function):
         ctx.saved_tensors  # noqa: B018 - raises if a parameter tensor was modified in place since the forward
         bridge, lease = ctx.saved
         record = lease.record
-        g_q, g_u, g_foot_pos, g_foot_vel, g_force, g_tau = grads
+        g_q, g_u, g_foot_pos, g_foot_vel, g_force, g_tau, g_body_gap = grads
         output_grads = [g_q, g_u, g_foot_pos, g_foot_vel] + ([g_force] if record.data.contact_force is not None
                                                              else []) + [g_tau]
+        if record.body_gap is not None:
+            output_grads.append(g_body_gap)
         record.backward(output_grads)
         needs = ctx.needs_input_grad[2:]  # q, u, joint_target, joint_torque, *params
         outs = [wp.to_torch(a.grad).clone() if need else None for a, need in zip(record.inputs[:4], needs[:4])]
@@ -287,19 +300,30 @@ class TorchSimulator:
             arrays = {name: wp.zeros(a.shape, dtype=a.dtype, device=a.device)
                       for name, a in model.parameter_arrays().items()}
             inputs = [state_in.q, state_in.u, control.joint_target, control.joint_torque, *arrays.values()]
+            gaps = (wp.zeros((N, model.collision.num_bodies), **kw) if model.collision is not None else None)
             self._untaped = (key, model.arrays, state_in, control, model.with_parameters(arrays), sim.empty_state(),
-                             [wp.to_torch(a) for a in inputs])
-        _, _, state_in, control, step_model, state_out, views = self._untaped
+                             [wp.to_torch(a) for a in inputs], gaps)
+        _, _, state_in, control, step_model, state_out, views, gaps = self._untaped
         for view, tensor in zip(views, (q, u, joint_target, joint_torque, *params)):
             view.copy_(tensor.detach())
         data = sim.advance(state_in, control, state_out, substeps=substeps, model=step_model)
         foot_pos, foot_vel = sim.foot_kinematics(state_out.q, state_out.u)
+        if gaps is not None:
+            body_gaps(step_model, state_out.q, out=gaps)
         force = (wp.to_torch(data.contact_force).reshape(N, F, 3) if data.contact_force is not None
                  else torch.zeros((N, F, 3), dtype=self.dtype, device=self.device))
         return StepOutput(wp.to_torch(state_out.q).clone(), wp.to_torch(state_out.u).clone(),
                           wp.to_torch(foot_pos).reshape(N, F, 3), wp.to_torch(foot_vel).reshape(N, F, 3), force,
                           wp.to_torch(data.diverged).bool(), *self._contact_state(data.last),
-                          wp.to_torch(data.joint_torque))
+                          wp.to_torch(data.joint_torque), self._gaps_tensor(gaps))
+
+    def _gaps_tensor(self, gaps: wp.array | None) -> torch.Tensor:
+        """A copy of the collision-body gaps [N, K] as a torch tensor ([N, 0] without
+        collision shapes)."""
+        if gaps is None:
+            return torch.zeros((self.sim.model.num_envs, 0), dtype=self.dtype, device=self.device)
+        gaps_t = wp.to_torch(gaps, requires_grad=False)
+        return gaps_t.clone()
 
     def _contact_state(self, data) -> tuple[torch.Tensor, torch.Tensor]:
         """Contact weights and gaps [N, F] of a step (zeros without contact), detached copies."""

@@ -18,6 +18,8 @@ from diffloco_ext.sim.contact import ContactParams
 from diffloco_ext.sim.integrator import mean_kernels
 from diffloco_ext.sim.torch_bridge import TorchSimulator
 
+from .contact_scenes import block
+
 
 def _bridge(contact: str, replay: bool, substeps: int = 4, dtype: str = "float64", num_envs: int = 3):
     model = build_model(get_robot("anymal_d"), num_envs, dtype=dtype)
@@ -48,7 +50,7 @@ def _rollouts(bridge: TorchSimulator, iterations: int = 3, steps: int = 4, seed:
                 q = torch.where(torch.arange(N)[:, None] == 1, q0, q)
                 u = torch.where(torch.arange(N)[:, None] == 1, u0, u)
             loss = loss + (q**2).sum() + (u**2).sum() + out.foot_pos.sum() + 1e-3 * out.joint_torque.pow(2).sum() \
-                + 1e-3 * out.contact_force.sum() + out.foot_vel.pow(2).sum()
+                + 1e-3 * out.contact_force.sum() + out.foot_vel.pow(2).sum() + out.body_gap.pow(2).sum()
         loss.backward()
         results.append((loss.detach(), actions.grad, mass.grad, q_start.grad))
         q0 = q.detach()
@@ -65,6 +67,38 @@ def test_recorded_steps_give_exactly_the_plain_values_and_gradients(contact, sub
         for x, y in zip(a, b):
             assert torch.isfinite(x).all() and torch.any(x != 0)
             torch.testing.assert_close(y, x, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("replay", [True, False])
+def test_the_steps_collision_body_gaps_are_those_of_its_end_state_with_their_gradient(replay):
+    """``StepOutput.body_gap`` (computed inside the step, replayed with it) equals the gaps of the step's end state
+    computed on their own, in value and in the gradient they pass back to the actions; untaped steps too."""
+    from diffloco_ext.sim.body_contacts import body_gaps_torch
+
+    bridge = _bridge("smoothed", replay=replay)
+    m = bridge.sim.model
+    q0 = torch.tensor(m.default_q(), dtype=bridge.dtype)
+    q0[:, 2] -= 0.03
+    u0 = torch.zeros(m.num_envs, m.nv, dtype=bridge.dtype)
+    w = torch.randn(m.num_envs, m.collision.num_bodies, generator=torch.Generator().manual_seed(3),
+                    dtype=bridge.dtype)
+    for _ in range(2):  # the second use of a record replays its graphs
+        actions = (0.3 * torch.randn(m.num_envs, m.num_joints, dtype=bridge.dtype)).requires_grad_(True)
+        out = bridge.step(q0, u0, q0[:, 7:] + actions)
+        separate = body_gaps_torch(bridge, out.q)
+        torch.testing.assert_close(out.body_gap, separate, rtol=0, atol=1e-14)
+        (inside,) = torch.autograd.grad((out.body_gap * w).sum(), actions)
+        out = bridge.step(q0, u0, q0[:, 7:] + actions)
+        (outside,) = torch.autograd.grad((body_gaps_torch(bridge, out.q) * w).sum(), actions)
+        assert inside.abs().max() > 1e-3
+        torch.testing.assert_close(inside, outside, rtol=1e-10, atol=1e-12)
+        with torch.no_grad():
+            plain = bridge.step(q0, u0, q0[:, 7:] + actions)
+        torch.testing.assert_close(plain.body_gap, separate.detach(), rtol=0, atol=1e-14)
+    box = TorchSimulator(Simulator(build_model(block(), 2, dtype="float64"), dt=0.005, contact="hard"),
+                         replay_taped=replay)  # no collision shapes: no gaps
+    qb = torch.tensor(box.sim.model.default_q(), dtype=box.dtype)
+    assert box.step(qb, torch.zeros(2, box.sim.model.nv, dtype=box.dtype), qb[:, 7:]).body_gap.shape == (2, 0)
 
 
 def test_a_change_of_settings_records_the_steps_again():

@@ -17,7 +17,6 @@ import math
 import torch
 from tensordict import TensorDict
 
-from diffloco_ext.sim.body_contacts import body_gaps_torch
 
 from ..locomotion_env import LocomotionEnv
 from ..robot_state import BaseState, quat_rotate_inverse, yaw_quat
@@ -91,13 +90,9 @@ class VelocityEnv(LocomotionEnv):
     # ---- rewards and terminations ------------------------------------------------------------------------------------
     def _body_gaps(self, out) -> torch.Tensor:
         """Signed gaps [N, K] (m) of the collision bodies (``collision_body_names``: base, thighs, shanks) at the
-        state reached, differentiable w.r.t. it (empty for a robot without collision shapes). Computed once per
-        step (the rewards and the terminations read the same values)."""
-        if self.model.collision is None:
-            return self.q.new_zeros(self.num_envs, 0)
-        if getattr(self, "_gaps_of", None) is not out:
-            self._gaps, self._gaps_of = body_gaps_torch(self.bridge, out.q), out
-        return self._gaps
+        state reached, differentiable w.r.t. it (empty for a robot without collision shapes): the bridge's step
+        output, computed inside the (replayed) simulator step; the rewards and the terminations read the same."""
+        return out.body_gap
 
     def _rewards(self, out, before):
         c, cmd = self.cfg.rewards, self.commands.command.to(self.dtype)
