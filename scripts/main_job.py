@@ -23,6 +23,7 @@
    validators, gait (joint trajectories, foot heights against the reference, contact pattern); a video.
 
     .venv/bin/python scripts/main_job.py [--iterations 1000] [--train_minutes 15.5] [--seed 42] [--select_from 0.6]
+        [--from_run DIR]  # the steps after the training, on the checkpoints of a run it trained
 
 Prints where everything is, the validation's verdict with its failing gates, and where the report is.
 """
@@ -144,6 +145,12 @@ def train(args) -> tuple[object, object, str, float]:
     else:
         log_dir = _script("train").main(argv)
     seconds = time.time() - start
+    runner, env = load_run(args, log_dir)
+    return runner, env, log_dir, seconds
+
+
+def load_run(args, log_dir: str) -> tuple[object, object]:
+    """The env (the main job's settings and the user's overrides) and a runner holding the run's last checkpoint."""
     env_cfg = registry.load_cfg(TASK)
     env_cfg.num_envs = args.num_envs
     agent_cfg = registry.load_agent_cfg(TASK, "shac")
@@ -153,7 +160,7 @@ def train(args) -> tuple[object, object, str, float]:
     env = registry.make_env(TASK, env_cfg)
     runner = make_runner(env, agent_cfg, log_dir=None)
     runner.load(get_checkpoint_path(os.path.dirname(log_dir), os.path.basename(log_dir), r"model_\d+\.pt"))
-    return runner, env, log_dir, seconds
+    return runner, env
 
 
 def latest_run(log_root: str) -> str:
@@ -334,13 +341,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--select_episodes", type=int, default=100, help="episodes per checkpoint in the selection")
     parser.add_argument("--log_root", default="logs")
     parser.add_argument("--no_video", action="store_true")
+    parser.add_argument("--from_run", default=None,
+                        help="a run folder this job trained: skip the training and do the rest on its checkpoints "
+                             "(selection, export, validation, plots; e.g. after an interruption)")
     parser.add_argument("--strict", action="store_true", help="exit non-zero when the validation FAILs")
     parser.add_argument("overrides", nargs="*", help="env.<field>=<value> agent.<field>=<value>")
     args = parser.parse_args(argv)
     args.iterations = args.iterations or None
     torch.set_num_threads(1)
     t0 = time.time()
-    runner, env, log_dir, train_s = train(args)
+    if args.from_run is None:
+        runner, env, log_dir, train_s = train(args)
+    else:
+        log_dir = os.path.abspath(args.from_run.rstrip("/"))
+        print(f"[main_job] 1/4 training skipped: the checkpoints of {log_dir}", flush=True)
+        runner, env = load_run(args, log_dir)
+        train_s = float("nan")
     checkpoint = get_checkpoint_path(os.path.dirname(log_dir), os.path.basename(log_dir), r"model_\d+\.pt")
     trained_iterations = runner.current_learning_iteration
     selection = select(args, log_dir, trained_iterations)

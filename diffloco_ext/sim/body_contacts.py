@@ -20,6 +20,11 @@ hand-written reverse, the capsule gaps by Warp's automatic adjoint (a small kern
 over a body's capsules by a hand-written reverse (the gradient goes to the smallest capsule's gap; the minimum
 is not differentiable where two capsules tie). Checked against float64 central finite differences in
 ``tests/sim/test_body_contacts.py``.
+
+Where tasks get them: the torch bridge's steps report the gaps of their end state (``StepOutput.body_gap``),
+computed inside the step, so a replayed taped step (:mod:`.taped_replay`) replays these launches too instead of
+running their Python every policy step (``scripts/benchmark_body_gaps.py``); :func:`body_gaps_torch` gives them
+for any ``q``.
 """
 
 
