@@ -244,13 +244,18 @@ class IsaacLabBackend:
             raise ValueError(f"joint_target must be [{self.num_envs}, {self.robot.num_joints}], got {tuple(target.shape)}")
         env.action_manager.process_action(target.to(env.device))
         torque = torch.zeros(self.num_envs, self.robot.num_joints, dtype=torch.float64)
-        for _ in range(env.cfg.decimation):
+        # Newton's physics manager runs all ``decimation`` physics steps in one ``sim.step()`` (its actuators inside
+        # the loop), PhysX one per call: as Isaac Lab's ManagerBasedEnv.step, call it decimation / steps-per-call
+        # times. (Looping ``decimation`` times on Newton ran 4x the policy step: 0.08 s of physics per 0.02 s.)
+        steps_per_call = env.cfg.decimation if env.sim.physics_manager.handles_decimation() else 1
+        calls = env.cfg.decimation // steps_per_call
+        for _ in range(calls):
             env.action_manager.apply_action()
             env.scene.write_data_to_sim()
             env.sim.step(render=False)
-            env.scene.update(dt=env.physics_dt)
+            env.scene.update(dt=env.physics_dt * steps_per_call)
             torque += self.articulation.data.applied_torque.torch[:, self.joint_ids].double().cpu()
-        self._torque = torque / env.cfg.decimation
+        self._torque = torque / calls  # Newton: the last physics step's torque
 
     def state(self) -> tuple[torch.Tensor, torch.Tensor]:
         from isaaclab.utils.math import quat_apply, quat_apply_inverse

@@ -126,6 +126,12 @@ def probe_backend(engine: str) -> dict:
         backend.step(target)
     q3, _ = backend.state()
     out["moved_joint_delta"] = (q3[0, 7:] - q2[0, 7:]).tolist()
+    # free fall from 3 m: a policy step covers policy_dt of physics (the base's vertical speed after 3 steps)
+    q[:, 2] = 3.0
+    backend.reset(q, torch.zeros_like(u))
+    for _ in range(3):
+        backend.step(default.repeat(2, 1))
+    out["fall_vz_after_3_steps"] = backend.state()[1][:, 2].tolist()
     backend.close()
     return out
 

@@ -108,3 +108,11 @@ def test_backend_target_moves_the_named_joint(probe, engine):
     delta = np.asarray(probe(engine)["moved_joint_delta"])
     k = ROBOT.joint_names.index("LF_KFE")
     assert int(np.argmax(np.abs(delta))) == k and delta[k] < -0.1
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_backend_policy_step_covers_the_policy_dt(probe, engine):
+    """Three policy steps of free fall give the speed of 0.06 s of gravity (Newton's physics manager runs a policy
+    step's physics steps in one call: looping over them as on PhysX gave four times the time, and policies fell)."""
+    vz = np.asarray(probe(engine)["fall_vz_after_3_steps"])
+    np.testing.assert_allclose(vz, -9.81 * 0.06, rtol=0.01)
