@@ -2,7 +2,8 @@
 of 0.8 m/s (env 0 along x, env 1 along y); prints how far the base moves in 0.2 s and 1 s (the feet hold it: the
 base sways and comes back), then the read base velocity against the finite difference of the read base position over
 one policy step (0.02 s). Session 12 (docs/tasks.md): MuJoCo 0.776 / 0.774 m/s, Isaac Lab PhysX 0.769 / 0.769, Isaac
-Lab Newton 0.54 read against 2.14 from the positions: Newton's state is inconsistent with its own motion.
+Lab Newton 0.54 read against 2.14 from the positions: the backend stepped Newton 4x the policy step (its physics
+manager runs all of a policy step's physics steps in one call). After the fix Newton reads 0.770 against 0.767.
 
     .venv/bin/python scripts/probe_backend_state.py {mujoco,physx,newton}
 """
