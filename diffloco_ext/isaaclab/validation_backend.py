@@ -279,7 +279,8 @@ class IsaacLabBackend:
         return self.articulation.data.body_com_pos_b.torch[:, self.base_id].detach().cpu().double()[ids]
 
     def joint_torque(self) -> torch.Tensor:
-        """The drive torque [N, n] (N m, description order) averaged over the last step's physics steps."""
+        """The drive torque [N, n] (N m, description order) averaged over the last step's physics steps (on Newton,
+        whose physics manager runs them in one call, the last physics step's)."""
         return self._torque.clone()
 
     def close(self) -> None:

@@ -34,8 +34,8 @@ from typing import NamedTuple
 import torch
 import warp as wp
 
-from .model import DIFFERENTIABLE, RANDOMIZABLE
 from .body_contacts import body_gaps
+from .model import DIFFERENTIABLE, RANDOMIZABLE
 from .simulator import Simulator
 from .state import Control, State
 from .taped_replay import Lease, TapedStep, TapedStepPool
@@ -318,12 +318,10 @@ class TorchSimulator:
                           wp.to_torch(data.joint_torque), self._gaps_tensor(gaps))
 
     def _gaps_tensor(self, gaps: wp.array | None) -> torch.Tensor:
-        """A copy of the collision-body gaps [N, K] as a torch tensor ([N, 0] without
-        collision shapes)."""
+        """A copy of the collision-body gaps [N, K] as a torch tensor ([N, 0] without collision shapes)."""
         if gaps is None:
             return torch.zeros((self.sim.model.num_envs, 0), dtype=self.dtype, device=self.device)
-        gaps_t = wp.to_torch(gaps, requires_grad=False)
-        return gaps_t.clone()
+        return wp.to_torch(gaps, requires_grad=False).clone()
 
     def _contact_state(self, data) -> tuple[torch.Tensor, torch.Tensor]:
         """Contact weights and gaps [N, F] of a step (zeros without contact), detached copies."""

@@ -17,7 +17,6 @@ import math
 import torch
 from tensordict import TensorDict
 
-
 from ..locomotion_env import LocomotionEnv
 from ..robot_state import BaseState, quat_rotate_inverse, yaw_quat
 from . import rewards as R
