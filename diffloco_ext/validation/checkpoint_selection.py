@@ -81,7 +81,7 @@ def measure_checkpoints(checkpoints: list[tuple[int, str]], task: str, config_pa
                          "falls": int(round(m["fall_rate"] * len(specs))), "episodes": len(specs),
                          "action_rate": m["action_rate"]})
             if printer is not None:
-                printer(f"model_{iteration}: v_xy err {m['lin_vel_error']:.3f} m/s, w_z err "
+                printer(f"{os.path.basename(path)}: v_xy err {m['lin_vel_error']:.3f} m/s, w_z err "
                         f"{m['ang_vel_error']:.3f} rad/s, falls {rows[-1]['falls']}/{len(specs)}, action rate "
                         f"{m['action_rate']:.2f}")
     finally:
