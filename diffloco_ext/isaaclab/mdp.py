@@ -6,6 +6,8 @@
   are reused, so both tasks compute the same number from the same foot heights).
 * :func:`excess_tilt`, :func:`excess_ang_vel_xy`, :func:`excess_lin_vel_xy_error`: the hinge penalties of
   :mod:`diffloco_ext.tasks.velocity.rewards` (``excess_*_l2``) on Isaac Lab's root-frame quantities.
+* :func:`foot_slip`, :func:`excess_joint_vel`: the gait terms of the same names (``foot_slip``,
+  ``excess_joint_vel_l2``) on the feet's link velocities and the joint velocities.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from isaaclab.managers import ManagerTermBase, RewardTermCfg, SceneEntityCfg
 
 from diffloco_ext.tasks.velocity.env import TROT_PHASE
 from diffloco_ext.tasks.velocity.env_cfg import FootHeightReferenceCfg
-from diffloco_ext.tasks.velocity.rewards import excess_ang_vel_xy_l2, excess_lin_vel_xy_error_l2, excess_tilt_l2
+from diffloco_ext.tasks.velocity.rewards import excess_ang_vel_xy_l2, excess_joint_vel_l2, excess_lin_vel_xy_error_l2
+from diffloco_ext.tasks.velocity.rewards import excess_tilt_l2
+from diffloco_ext.tasks.velocity.rewards import foot_slip as foot_slip_speed
 from diffloco_ext.tasks.velocity.rewards import foot_height_reference as reference_heights
 from diffloco_ext.tasks.velocity.rewards import foot_height_tracking_exp
 
@@ -67,3 +71,18 @@ def excess_lin_vel_xy_error(env, command_name: str, threshold: float,
     """``max(0, |(vx, vy)* - (vx, vy)| - threshold)^2`` [N] (m²/s²), root-frame velocity against the command."""
     return excess_lin_vel_xy_error_l2(env.command_manager.get_command(command_name),
                                       mdp.base_lin_vel(env, asset_cfg), threshold)
+
+
+def foot_slip(env, asset_cfg: SceneEntityCfg, foot_radius: float, height: float, width: float) -> torch.Tensor:
+    """``sum_f sigmoid((height - h_f) / width) |v_f,xy|`` [N] (m/s): the feet's horizontal link velocity (world; the
+    foot body's origin is its sphere's centre) weighted by a smooth stance indicator of the sphere bottom's height
+    ``h_f`` above the env's ground (m)."""
+    asset = env.scene[asset_cfg.name]
+    foot_z = asset.data.body_link_pos_w.torch[:, asset_cfg.body_ids, 2]
+    foot_height = foot_z - foot_radius - env.scene.env_origins[:, 2:3]
+    return foot_slip_speed(foot_height, asset.data.body_link_lin_vel_w.torch[:, asset_cfg.body_ids], height, width)
+
+
+def excess_joint_vel(env, limit: float, asset_cfg: SceneEntityCfg = SceneEntityCfg("robot")) -> torch.Tensor:
+    """``sum_j max(0, |qd_j| - limit)^2`` [N] (rad²/s²)."""
+    return excess_joint_vel_l2(env.scene[asset_cfg.name].data.joint_vel.torch[:, asset_cfg.joint_ids], limit)

@@ -133,6 +133,12 @@ def _convert(key: str, current, annotation, value):
             fail("a string")
         return value
     if isinstance(current, (tuple, list)):
+        item_types = typing.get_args(annotation) if annotation else ()
+        if typing.get_origin(annotation) is tuple and len(item_types) == 2 and item_types[1] is Ellipsis:
+            # a tuple of any length, e.g. tuple[str, ...]: every item of the one type
+            if not isinstance(value, (list, tuple)):
+                fail(f"a list of {getattr(item_types[0], '__name__', item_types[0])}")
+            return tuple(_convert(f"{key}[{i}]", None, item_types[0], v) for i, v in enumerate(value))
         if not isinstance(value, (list, tuple)):
             fail(f"a list of {len(current)}")
         if isinstance(current, tuple) and len(value) != len(current):

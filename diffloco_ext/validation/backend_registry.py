@@ -8,10 +8,13 @@ name                    factory                                                 
 ``mujoco``              MuJoCo C on the exported MJCF, the drive model in the loop            2.5 ms
 ``isaaclab-physx``      Isaac Lab on PhysX (``diffloco_ext.isaaclab.validation_backend``)     5 ms
 ``isaaclab-newton``     Isaac Lab on Newton (same factory, ``engine="newton"``)               5 ms
+``smoothed``            the project's simulator in the training contact (smoothed, kappa 300   5 ms
+                        1/m): a reference, not a validator (is a failure the policy's, or the
+                        contact model's?)
 ======================= ==================================================================== =========
 
-Aliases: ``isaaclab`` = both Isaac Lab engines, ``all`` = every backend (those that cannot be imported here are
-skipped with the reason). Any ``"package.module:factory"`` string is a user backend with the same factory
+Aliases: ``isaaclab`` = both Isaac Lab engines, ``all`` = every validator (all but ``smoothed``; those that cannot
+be imported here are skipped with the reason). Any ``"package.module:factory"`` string is a user backend with the same factory
 signature: ``factory(robot, num_envs, *, policy_dt, sim_dt, friction, **options) -> Backend``.
 """
 
@@ -45,8 +48,11 @@ BACKENDS: dict[str, BackendSpec] = {
     "isaaclab-physx": BackendSpec(ISAACLAB_FACTORY, 0.005, {"engine": "physx"}, "Isaac Lab, PhysX", ("isaaclab",)),
     "isaaclab-newton": BackendSpec(ISAACLAB_FACTORY, 0.005, {"engine": "newton"}, "Isaac Lab, Newton",
                                    ("isaaclab",)),
+    "smoothed": BackendSpec("diffloco_ext.validation.sim_backend:make_backend", 0.005, {"contact": "smoothed"},
+                            "the project's simulator, the training's smoothed contact (a reference)"),
 }
-ALIASES: dict[str, tuple[str, ...]] = {"isaaclab": ("isaaclab-physx", "isaaclab-newton"), "all": tuple(BACKENDS)}
+VALIDATORS = ("hard", "mujoco", "isaaclab-physx", "isaaclab-newton")  # the backends that judge a policy
+ALIASES: dict[str, tuple[str, ...]] = {"isaaclab": ("isaaclab-physx", "isaaclab-newton"), "all": VALIDATORS}
 CHOICES = (*BACKENDS, *ALIASES)
 
 

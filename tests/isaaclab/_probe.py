@@ -56,6 +56,8 @@ def probe_env(engine: str) -> dict:
     out["reward_terms"] = list(env.reward_manager.active_terms)
     # the project's hinge terms (weight 0 by default, so the reward manager skips them): called directly with
     # threshold 0 they give |x|^2 of the quantity each is meant to read
+    from isaaclab.managers import SceneEntityCfg
+
     from diffloco_ext.isaaclab import mdp as diffloco_mdp
 
     command = env.command_manager.get_command("base_velocity")
@@ -67,6 +69,15 @@ def probe_env(engine: str) -> dict:
         "tilt": data.projected_gravity_b.torch[:, :2].double().square().sum(1).tolist(),
         "ang_vel_xy": data.root_ang_vel_b.torch[:, :2].double().square().sum(1).tolist(),
         "lin_vel_xy_error": (command[:, :2] - data.root_lin_vel_b.torch[:, :2]).double().square().sum(1).tolist()}
+    # the gait terms: with limit 0 the joint term is |qd|^2; with the stance indicator's height far above the robot
+    # the slip term is the feet's summed horizontal speed
+    feet = SceneEntityCfg("robot", body_names=".*_FOOT", preserve_order=True)
+    feet.resolve(env.scene)
+    out["excess_terms"]["joint_vel"] = diffloco_mdp.excess_joint_vel(env, 0.0).double().tolist()
+    out["excess_expected"]["joint_vel"] = data.joint_vel.torch.double().square().sum(1).tolist()
+    out["excess_terms"]["foot_slip"] = diffloco_mdp.foot_slip(env, feet, 0.03, 10.0, 1e-3).double().tolist()
+    out["excess_expected"]["foot_slip"] = data.body_link_lin_vel_w.torch[:, feet.body_ids, :2].double().norm(
+        dim=-1).sum(1).tolist()
     # a known joint state, by name: the observation's joint block must list it in the policy's order
     values = {name: 0.05 * (i + 1) for i, name in enumerate(sorted(robot.joint_names))}
     position = torch.tensor([[values[n] for n in robot.joint_names]] * 4, dtype=torch.float32)

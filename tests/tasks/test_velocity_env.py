@@ -156,6 +156,52 @@ def test_fall_proxy_terms_enter_the_reward_with_their_weights():
     assert terms["excess_ang_vel_xy"].abs().max() == 0.0  # weight 0 by default
 
 
+def test_gait_terms_on_hand_made_states():
+    """Foot slip: the feet's horizontal speed weighted 1 on the ground, 1/2 at the stance height, ~0 above it;
+    joint speed beyond its limit: zero inside, squared beyond; both float64 finite differences."""
+    from diffloco_ext.tasks.velocity import rewards as R
+
+    h = torch.tensor([[0.0, 0.01, 0.05, -0.01]], dtype=torch.float64)
+    v = torch.tensor([[[0.3, 0.4, 9.0], [1.0, 0.0, 0.0], [2.0, 0.0, 0.0], [0.0, 0.0, -1.0]]], dtype=torch.float64)
+    slip = R.foot_slip(h, v, 0.01, 0.0025)
+    sig = lambda x: 1.0 / (1.0 + math.exp(-x))  # noqa: E731
+    expected = 0.5 * sig(4.0) + 0.5 + 2.0 * sig(-16.0)  # the last foot moves vertically only: no slip
+    assert slip.item() == pytest.approx(expected, abs=2e-6)
+    qd = torch.tensor([[1.0, -7.0, 6.5, 8.0]], dtype=torch.float64)
+    assert R.excess_joint_vel_l2(qd, 6.0).item() == pytest.approx(1.0 + 0.25 + 4.0)
+    hh = torch.tensor([[0.004, 0.012, -0.003, 0.02]], dtype=torch.float64, requires_grad=True)
+    vv = torch.tensor([[[0.3, -0.2, 0.1], [1.1, 0.5, 0.0], [-0.4, 0.9, 0.2], [0.7, 0.0, 0.0]]], dtype=torch.float64,
+                      requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, b: R.foot_slip(a, b, 0.01, 0.0025), (hh, vv))
+    x = torch.tensor([[6.3, -7.1, 2.0, 9.4]], dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: R.excess_joint_vel_l2(t, 6.0), (x,))
+
+
+def test_after_curriculum_terms_count_only_once_the_curriculum_is_done():
+    cfg = AnymalDFlatEnvCfg(num_envs=2, seed=3)
+    cfg.sim.dtype = "float64"
+    cfg.observation_noise.enable = cfg.randomization.enable = False
+    cfg.rewards.foot_slip = -0.5
+    cfg.rewards.excess_joint_vel = -0.1
+    cfg.rewards.excess_joint_vel_ratio = 0.0  # every joint speed counts
+    cfg.rewards.after_curriculum = ("foot_slip",)
+    cfg.commands.curriculum_steps = 3
+    cfg.commands.curriculum_initial_scale = 0.5
+    env = VelocityEnv(cfg)
+    env.reset()
+    slips = []
+    for _ in range(5):
+        env.step(torch.zeros(2, 12, dtype=torch.float64))
+        _, terms = env._rewards(env.last_output, (env.q, env.u))
+        slips.append(terms["foot_slip"].abs().max().item())
+        assert terms["excess_joint_vel"].abs().max().item() > 0.0  # not named: counts from the start
+    assert slips[0] == 0.0 and slips[-1] > 0.0 and env.commands.progress == 1.0
+    assert set(terms) == set(__import__("diffloco_ext.tasks.velocity.env", fromlist=["x"]).REWARD_TERMS)
+    cfg.rewards.after_curriculum = ("foot_slide",)
+    with pytest.raises(ValueError, match="unknown reward terms \\['foot_slide'\\]"):
+        VelocityEnv(cfg)
+
+
 def test_randomisation_stays_in_its_ranges():
     env = make_env(num_envs=64, dtype="float32")
     r = env.cfg.randomization

@@ -12,7 +12,8 @@ def test_names_and_aliases():
     assert registry.resolve("hard") == (["hard"], False)
     assert registry.resolve(["isaaclab"]) == (["isaaclab-physx", "isaaclab-newton"], False)
     names, lenient = registry.resolve(["mujoco", "all"])
-    assert names == ["mujoco", "hard", "isaaclab-physx", "isaaclab-newton"] and lenient
+    assert names == ["mujoco", "hard", "isaaclab-physx", "isaaclab-newton"] and lenient  # not the reference
+    assert registry.resolve("smoothed") == (["smoothed"], False)
     assert registry.BACKENDS["isaaclab-physx"].factory == "diffloco_ext.isaaclab.validation_backend:make_backend"
     assert registry.BACKENDS["isaaclab-newton"].options == {"engine": "newton"}
     with pytest.raises(KeyError, match="unknown backend 'bullet'"):
@@ -40,3 +41,10 @@ def test_a_user_backend_by_reference():
     backend = registry.make_backend("diffloco_ext.validation.mujoco_backend:make_backend", get_robot("anymal_d"), 2,
                                     policy_dt=0.02)
     assert backend.name == "mujoco" and backend.substeps == 4  # the default 5 ms step of a user backend
+
+
+def test_the_training_contact_as_a_reference_backend():
+    from diffloco_ext.assets import get_robot
+
+    backend = registry.make_backend("smoothed", get_robot("anymal_d"), 2, policy_dt=0.02)
+    assert backend.name == "smoothed" and backend.bridge.sim.contact.mode == "smoothed"

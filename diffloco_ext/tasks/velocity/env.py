@@ -24,6 +24,12 @@ from .commands import VelocityCommand
 from .env_cfg import VelocityEnvCfg
 from .observations import POLICY_TERMS, policy_observation
 
+#: The reward terms, by the name of their weight in :class:`~.env_cfg.RewardsCfg` (and of their log entry).
+REWARD_TERMS = ("track_lin_vel_xy", "track_ang_vel_z", "lin_vel_z", "ang_vel_xy", "flat_orientation", "joint_torques",
+                "joint_acc", "action_rate", "foot_height_reference", "undesired_contact", "joint_pos_limits",
+                "base_height", "alive", "excess_tilt", "excess_ang_vel_xy", "excess_lin_vel_xy_error", "foot_slip",
+                "excess_joint_vel")
+
 #: Foot phase offsets of the trot reference by leg (diagonal pairs LF+RH and RF+LH).
 TROT_PHASE = {"LF": 0.0, "RH": 0.0, "RF": math.pi, "LH": math.pi}
 
@@ -48,6 +54,10 @@ class VelocityEnv(LocomotionEnv):
         self._base_bodies = [i for i, n in enumerate(names) if n == "base"]
         self._thigh_bodies = [i for i, n in enumerate(names) if n.endswith("THIGH")]
         self._undesired_bodies = [i for i, n in enumerate(names) if n.endswith(("THIGH", "SHANK"))]
+        unknown = [k for k in self.cfg.rewards.after_curriculum if k not in REWARD_TERMS]
+        if unknown:
+            raise ValueError(f"env.rewards.after_curriculum names unknown reward terms {unknown}; the terms are "
+                             f"{list(REWARD_TERMS)}")
 
     def base_state(self) -> BaseState:
         return BaseState(self.q, self.u, self.params["body_com"][:, 0])
@@ -125,7 +135,13 @@ class VelocityEnv(LocomotionEnv):
                                                                              c.excess_ang_vel_xy_threshold)),
             "excess_lin_vel_xy_error": (c.excess_lin_vel_xy_error, R.excess_lin_vel_xy_error_l2(
                 cmd, lin_vel_b, c.excess_lin_vel_xy_error_threshold)),
+            "foot_slip": (c.foot_slip, R.foot_slip(self.foot_height, out.foot_vel, c.foot_slip_height,
+                                                   c.foot_slip_width)),
+            "excess_joint_vel": (c.excess_joint_vel, R.excess_joint_vel_l2(
+                self.u[:, 6:], c.excess_joint_vel_ratio * self.robot.actuator.velocity_limit)),
         }
+        if c.after_curriculum and self.commands.progress < 1.0:
+            terms.update({k: (0.0, terms[k][1]) for k in c.after_curriculum})
         self.foot_height = self.foot_height.detach()
         weighted = {k: w * v * self.step_dt for k, (w, v) in terms.items()}
         return sum(weighted.values()), weighted

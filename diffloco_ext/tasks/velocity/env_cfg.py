@@ -143,6 +143,15 @@ class RewardsCfg:
       where the termination that follows has no gradient and the exponential tracking kernel has lost its own
       (differentiable stand-ins for a fall; the policies' falls are sideways roll-overs in command transients,
       docs/tasks.md). 0 by default here; the weights the main job trains with are in ``scripts/main_job.py``.
+    * ``foot_slip``: the feet's horizontal speed weighted by a smooth stance indicator (1 on the ground, 1/2 at
+      ``foot_slip_height``, the validation's stance height), Isaac Lab's Spot foot-slip penalty made
+      differentiable; ``excess_joint_vel``: joint speeds beyond ``excess_joint_vel_ratio`` x the DC motor's no-load
+      speed. The validation gates both (foot slip in stance, joint speed within the motor's envelope). 0 by
+      default here (Isaac Lab's flat ANYmal-D task has neither).
+
+    ``after_curriculum`` names terms that count only once the command curriculum has reached the full ranges
+    (weight 0 before; at once without a curriculum): a training choice, so that a term shaping the gait does not
+    change how the policy first learns to walk.
     """
 
     track_lin_vel_xy: float = 1.0
@@ -169,6 +178,12 @@ class RewardsCfg:
     excess_lin_vel_xy_error: float = 0.0
     excess_lin_vel_xy_error_threshold: float = 0.5  # m/s
     base_height_target: float = 0.55  # m above the ground (ANYmal D stands at 0.545 m in the default pose)
+    foot_slip: float = 0.0
+    foot_slip_height: float = 0.01  # m: the stance indicator is 1/2 here (the validation's stance height)
+    foot_slip_width: float = 0.0025  # m: and falls from 0.98 to 0.02 over +-4 widths about it
+    excess_joint_vel: float = 0.0
+    excess_joint_vel_ratio: float = 0.8  # x the DC motor's no-load speed (ANYmal D: 7.5 rad/s)
+    after_curriculum: tuple[str, ...] = ()
 
 
 @dataclass

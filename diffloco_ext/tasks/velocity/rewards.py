@@ -82,6 +82,23 @@ def action_rate_l2(action: torch.Tensor, previous_action: torch.Tensor) -> torch
     return torch.sum(torch.square(action - previous_action), dim=1)
 
 
+def foot_slip(foot_height: torch.Tensor, foot_vel: torch.Tensor, height: float, width: float) -> torch.Tensor:
+    """``sum_f s(h_f) |v_f,xy|`` (m/s): the horizontal speed of the feet (world, m/s) weighted by a smooth stance
+    indicator ``s(h) = sigmoid((height - h) / width)`` of the foot's height above the ground ``h`` (m) -- 1 on the
+    ground, 1/2 at ``height``, ~0 a few ``width`` above it. A differentiable stand-in for Isaac Lab's foot-slip
+    penalty (contact flag x foot speed, its Spot task): it penalises feet sliding in stance and feet dragged
+    along the ground in swing, and its gradient w.r.t. ``h`` lifts a moving foot clear of the ground."""
+    stance = torch.sigmoid((height - foot_height) / width)
+    speed = torch.sqrt(torch.sum(torch.square(foot_vel[..., :2]), dim=-1) + 1e-12)
+    return torch.sum(stance * speed, dim=1)
+
+
+def excess_joint_vel_l2(joint_vel: torch.Tensor, limit: float) -> torch.Tensor:
+    """``sum_j max(0, |qd_j| - limit)^2`` (rad²/s²): joint speeds beyond ``limit`` rad/s (e.g. a fraction of the
+    DC motor's no-load speed, beyond which the motor only brakes)."""
+    return torch.sum(torch.square(torch.relu(joint_vel.abs() - limit)), dim=1)
+
+
 def penetration(gaps: torch.Tensor, scale: float = 100.0) -> torch.Tensor:
     """Sum over bodies of ``scale * max(0, -gap)`` (gap in m, negative when penetrating): the smooth stand-in
     for a count of contacts (1 per cm of penetration with the default scale)."""
