@@ -87,6 +87,19 @@ def test_optional_tuple_fields_take_typed_lists():
     assert cfg.commands.curriculum_initial_lin_vel_x is None
 
 
+def test_tuples_of_any_length_take_lists_of_any_length():
+    """A field annotated ``tuple[str, ...]`` (``env.rewards.after_curriculum``): a list of any length becomes a tuple,
+    items of the wrong type and a non-list are errors."""
+    cfg = registry.load_cfg(TASK)
+    apply_overrides(cfg, {"rewards.after_curriculum": "[foot_slip, excess_joint_vel]"}, "env")
+    assert cfg.rewards.after_curriculum == ("foot_slip", "excess_joint_vel")
+    apply_overrides(cfg, {"rewards.after_curriculum": "[]"}, "env")
+    assert cfg.rewards.after_curriculum == ()
+    for bad, match in (("[1, foot_slip]", "expected str"), ("foot_slip", "a list of str")):
+        with pytest.raises(ConfigOverrideError, match=match):
+            apply_overrides(cfg, {"rewards.after_curriculum": bad}, "env")
+
+
 def test_cli_errors_are_clear(capsys, tmp_path):
     train = _script("train")
     for argv, match in ((["--task", "DiffLoco-Nope"], "unknown task"),

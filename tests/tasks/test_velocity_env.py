@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from diffloco_ext.tasks import registry
-from diffloco_ext.tasks.velocity.env import POLICY_TERMS, VelocityEnv
+from diffloco_ext.tasks.velocity.env import POLICY_TERMS, REWARD_TERMS, VelocityEnv
 from diffloco_ext.tasks.velocity.env_cfg import AnymalDFlatEnvCfg
 
 ISAACLAB_ORDER = [f"{leg}_{kind}" for kind in ("HAA", "HFE", "KFE") for leg in ("LF", "LH", "RF", "RH")]
@@ -196,7 +196,7 @@ def test_after_curriculum_terms_count_only_once_the_curriculum_is_done():
         slips.append(terms["foot_slip"].abs().max().item())
         assert terms["excess_joint_vel"].abs().max().item() > 0.0  # not named: counts from the start
     assert slips[0] == 0.0 and slips[-1] > 0.0 and env.commands.progress == 1.0
-    assert set(terms) == set(__import__("diffloco_ext.tasks.velocity.env", fromlist=["x"]).REWARD_TERMS)
+    assert set(terms) == set(REWARD_TERMS)
     cfg.rewards.after_curriculum = ("foot_slide",)
     with pytest.raises(ValueError, match="unknown reward terms \\['foot_slide'\\]"):
         VelocityEnv(cfg)
@@ -265,6 +265,8 @@ def test_env_step_gradients_match_finite_differences_through_a_reset():
     a heading-controlled command would make the finite differences see a dependence the gradient rightly lacks."""
     env = make_env(num_envs=3, heading=False)
     env.cfg.state_grad_clip = env.cfg.action_grad_clip = env.cfg.grad_clip_relative = None  # the exact gradient
+    r = env.cfg.rewards  # the gait terms on (0 by default), the joint-speed hinge active at these speeds
+    r.foot_slip, r.excess_joint_vel, r.excess_joint_vel_ratio = -1.0, -0.1, 0.05
     # (the clips are checked below)
     env.episode_length_buf[0] = env.max_episode_length - 2
     state = env.state_dict()
