@@ -17,9 +17,12 @@ stricter ratio against the bare step (which skips the foot kinematics at the new
     python scripts/benchmark_sim.py --profile        # time of each stage of the step and of the backward pass
     python scripts/benchmark_sim.py --json           # last line: one JSON object
     python scripts/benchmark_sim.py --cpu-time       # this process's CPU time instead of wall time (shared machines)
+    python scripts/benchmark_sim.py --paired-rounds 7 --no-backward   # step vs MuJoCo, interleaved rounds
 
 Times on shared machines are noisy: every figure is the best of several timings, and ratios compare
-figures from one run.
+figures from one run. ``--paired-rounds R`` measures the step against MuJoCo in R interleaved rounds (MuJoCo
+for 0.5 s, then our step for as long, at each env count) and reports the median and range of the per-round
+ratios: a change of the machine's speed during the run then moves both sides of a ratio alike.
 """
 
 from __future__ import annotations
@@ -91,6 +94,20 @@ def forward_env_steps_per_s(sim: Simulator, steps: int, repeats: int = 3, min_se
         wp.synchronize()
         best = min(best, clock() - start)
     return sim.model.num_envs * steps / best
+
+
+def paired_step_ratios(sim: Simulator, robot, dt: float, contact: bool, rounds: int,
+                       seconds: float = 0.5) -> list[float]:
+    """``rounds`` ratios of our step's env-steps/s to MuJoCo's steps/s, each from a MuJoCo timing of ``seconds``
+    followed at once by one of our step of about as long (one repeat each, so a round's two timings lie within
+    about a second of each other)."""
+    forward_env_steps_per_s(sim, 4, repeats=1, min_seconds=0.05)  # compile and warm up
+    ratios = []
+    for _ in range(rounds):
+        mj = _mujoco_rate(robot, dt, contact, seconds)
+        ours = forward_env_steps_per_s(sim, 2, repeats=1, min_seconds=seconds)
+        ratios.append(ours / mj)
+    return ratios
 
 
 def rollout_env_steps_per_s(sim: Simulator, steps: int, backward: bool) -> float:
@@ -234,6 +251,9 @@ def main() -> None:
     parser.add_argument("--substeps", type=int, default=0,
                         help="also time a decimated policy step of this many physics steps against as many "
                              "single-step calls, at every --num-envs")
+    parser.add_argument("--paired-rounds", type=int, default=0,
+                        help="also measure the step against MuJoCo in this many interleaved rounds per env count "
+                             "and print the median and range of the per-round ratios")
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.cpu_time:
@@ -259,6 +279,17 @@ def main() -> None:
                          fwd_bwd_time_over_step=fwd / fb, tape_mib=mib))
         print(f"{n:>6} {fwd:>17,.0f} {fwd / mj:>9.2f} {roll:>12,.0f} {fb:>16,.0f} {roll / fb:>11.2f}x "
               f"{fwd / fb:>12.2f}x {mib:>9.1f}")
+    paired_rows = []
+    if args.paired_rounds > 0:
+        print(f"step vs MuJoCo in {args.paired_rounds} interleaved rounds (0.5 s each side per round):")
+        print(f"{'envs':>6} {'median x MuJoCo':>16} {'min':>6} {'max':>6}")
+        for n in args.num_envs:
+            sim = Simulator(build_model(robot, n, device=args.device, dtype=args.dtype), dt=args.dt,
+                            contact=args.contact)
+            ratios = paired_step_ratios(sim, robot, args.dt, args.contact != "none", args.paired_rounds)
+            med = float(np.median(ratios))
+            print(f"{n:>6} {med:>16.2f} {min(ratios):>6.2f} {max(ratios):>6.2f}")
+            paired_rows.append(dict(num_envs=n, ratios=ratios, median=med))
     policy_rows = []
     if args.substeps > 0:
         k = args.substeps
@@ -298,7 +329,7 @@ def main() -> None:
                               fwd_rollout_env_steps_per_s=best["fwd_rollout_env_steps_per_s"],
                               fwd_bwd_env_steps_per_s=best["fwd_bwd_env_steps_per_s"],
                               fwd_bwd_time_over_fwd=best["fwd_bwd_time_over_fwd"], rows=rows,
-                              policy_steps=policy_rows)))
+                              policy_steps=policy_rows, paired=paired_rows)))
 
 
 if __name__ == "__main__":

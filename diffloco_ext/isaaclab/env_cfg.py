@@ -13,7 +13,7 @@ same training noise, 12 actions in Isaac Lab's joint order (``target = default +
 | undesired_contact (-1.0 per cm of thigh/shank penetration) | ``undesired_contacts``: count of thighs and shanks with contact force > 1 N (penetration is not observable in PhysX/Newton) |
 | joint_pos_limits (-10), termination (-50), base_height (-50, 0.55 m), alive (1.0) | ``joint_pos_limits`` (soft factor 0.95), ``is_terminated``, ``base_height_l2``, ``is_alive`` |
 | excess_tilt, excess_ang_vel_xy, excess_lin_vel_xy_error (hinge penalties) | :mod:`.mdp`'s terms of the same names (the project's functions) |
-| foot_slip, excess_joint_vel (gait terms) | :mod:`.mdp`'s terms of the same names (the project's functions); ``after_curriculum`` is a training choice of the differentiable task (no command curriculum here) |
+| foot_slip, excess_joint_vel, torque_saturation (gait terms) | :mod:`.mdp`'s terms of the same names (the project's functions; torque_saturation on the actuators' computed and applied efforts, at the last substep); ``after_curriculum`` is a training choice of the differentiable task (no command curriculum here) |
 
 Randomisation at every reset, as the project's: foot and body friction U(0.4, 1.2) (Isaac Lab samples static and
 dynamic friction apart, made consistent; the ground's material has the range's lower bound and both combine by
@@ -157,7 +157,7 @@ def commands_cfg(c: task_cfg.CommandsCfg):
 
 
 def rewards_cfg(r: task_cfg.RewardsCfg, foot: task_cfg.FootHeightReferenceCfg, foot_radius: float,
-                velocity_limit: float):
+                velocity_limit: float, effort_limit: float):
     cmd = {"command_name": "base_velocity"}
 
     @configclass
@@ -198,6 +198,8 @@ def rewards_cfg(r: task_cfg.RewardsCfg, foot: task_cfg.FootHeightReferenceCfg, f
                     "foot_radius": foot_radius, "height": r.foot_slip_height, "width": r.foot_slip_width})
         excess_joint_vel = RewTerm(func=diffloco_mdp.excess_joint_vel, weight=r.excess_joint_vel,
                                    params={"limit": r.excess_joint_vel_ratio * velocity_limit})
+        torque_saturation = RewTerm(func=diffloco_mdp.torque_saturation, weight=r.torque_saturation,
+                                    params={"effort_limit": effort_limit})
 
     return RewardsCfg()
 
@@ -290,7 +292,8 @@ class DiffLocoVelocityEnvCfg(ManagerBasedRLEnvCfg):
         self.observations = policy_observations(t.observation_noise)
         self.actions = actions_cfg(robot.isaaclab_joint_order or robot.joint_names, t.actions)
         self.commands = commands_cfg(t.commands)
-        self.rewards = rewards_cfg(t.rewards, t.foot_height_reference, radii.pop(), robot.actuator.velocity_limit)
+        self.rewards = rewards_cfg(t.rewards, t.foot_height_reference, radii.pop(), robot.actuator.velocity_limit,
+                                   robot.actuator.effort_limit)
         self.terminations = terminations_cfg(t.terminations)
         self.events = events_cfg(t.randomization, t.reset)
         self.viewer.eye = (3.0, 3.0, 1.5)

@@ -8,6 +8,8 @@
   :mod:`diffloco_ext.tasks.velocity.rewards` (``excess_*_l2``) on Isaac Lab's root-frame quantities.
 * :func:`foot_slip`, :func:`excess_joint_vel`: the gait terms of the same names (``foot_slip``,
   ``excess_joint_vel_l2``) on the feet's link velocities and the joint velocities.
+* :func:`torque_saturation`: ``torque_saturation_l2``'s measure on Isaac Lab's actuator efforts (the part of the
+  computed effort the DC-motor model clipped away).
 """
 
 from __future__ import annotations
@@ -86,3 +88,14 @@ def foot_slip(env, asset_cfg: SceneEntityCfg, foot_radius: float, height: float,
 def excess_joint_vel(env, limit: float, asset_cfg: SceneEntityCfg = SceneEntityCfg("robot")) -> torch.Tensor:
     """``sum_j max(0, |qd_j| - limit)^2`` [N] (rad²/s²)."""
     return excess_joint_vel_l2(env.scene[asset_cfg.name].data.joint_vel.torch[:, asset_cfg.joint_ids], limit)
+
+
+def torque_saturation(env, effort_limit: float, asset_cfg: SceneEntityCfg = SceneEntityCfg("robot")) -> torch.Tensor:
+    """``sum_j ((tau_computed_j - tau_applied_j) / effort_limit)^2`` [N] (1): the PD demand outside the DC-motor
+    envelope, as the project's ``torque_saturation_l2``. Isaac Lab's DC motor clips the computed effort to the
+    envelope at the joint's speed, so the difference is the part outside it; Isaac Lab's actuators compute it at
+    every physics substep, so this is the last substep's (the project's: the policy step's first)."""
+    actuators = env.scene[asset_cfg.name].actuators
+    excess = (actuators.computed_effort.torch[:, asset_cfg.joint_ids]
+              - actuators.applied_effort.torch[:, asset_cfg.joint_ids])
+    return torch.sum(torch.square(excess / effort_limit), dim=1)

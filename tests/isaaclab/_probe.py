@@ -87,6 +87,17 @@ def probe_env(engine: str) -> dict:
     obs_now = env.observation_manager.compute()["policy"]
     out["probe_joint_values"] = values
     out["obs_joint_pos_rel"] = obs_now[0, 12:24].double().tolist()
+    # the saturation term after a step with targets 2.5 rad off the default pose: every env asks its DC motors
+    # for more than they give (kp 2.5 rad = 200 N m against an 80 N m limit)
+    env.step(torch.tensor([[5.0, -5.0] * 6] * 4))
+    effort_limit = 80.0
+    actuators = robot.actuators
+    out["excess_terms"]["torque_saturation"] = diffloco_mdp.torque_saturation(env, effort_limit).double().tolist()
+    computed = actuators.computed_effort.torch.double()
+    out["torque_saturation_fraction"] = float(
+        ((computed - actuators.applied_effort.torch.double()).abs() > 1e-3).double().mean())
+    out["excess_expected"]["torque_saturation"] = (
+        (computed - actuators.applied_effort.torch.double()) / effort_limit).square().sum(1).tolist()
     env.close()
     return out
 

@@ -177,6 +177,45 @@ def test_gait_terms_on_hand_made_states():
     assert torch.autograd.gradcheck(lambda t: R.excess_joint_vel_l2(t, 6.0), (x,))
 
 
+def test_torque_saturation_term_is_the_validations_measure_and_differentiable():
+    """The PD demand outside the DC-motor envelope at the step's start: zero where the validation counts no
+    saturated joint, positive where it counts one (the validation's own envelope, ``dc_motor_bounds``), and its
+    gradient w.r.t. the actions equals float64 finite differences."""
+    from diffloco_ext.tasks.velocity import rewards as R
+    from diffloco_ext.validation.mujoco_replay import dc_motor_bounds
+
+    env = make_env(num_envs=3)
+    a = env.robot.actuator
+    qd = torch.tensor([[0.0, 0.0, 7.0, -7.0, 3.0]], dtype=torch.float64)
+    demand = torch.tensor([[50.0, -100.0, 20.0, 60.0, 90.0]], dtype=torch.float64)  # 60: braking at -7 rad/s
+    lo, hi = dc_motor_bounds(a, qd.numpy())
+    excess = np.maximum(demand.numpy() - hi, 0.0) + np.maximum(lo - demand.numpy(), 0.0)
+    assert R.torque_saturation_l2(demand, qd, a.saturation_effort, a.effort_limit, a.velocity_limit).item() == \
+        pytest.approx(float(np.sum((excess / a.effort_limit) ** 2)))
+    assert (excess > 0).tolist() == [[False, True, True, False, True]]
+    rng = np.random.default_rng(1)
+    actions = torch.tensor(rng.uniform(-4.0, 4.0, (3, 12)), requires_grad=True)  # targets up to 2 rad away
+    state = env.state_dict()
+
+    def term(act):
+        env.load_state_dict(state)
+        before = (env.q, env.u)
+        env.step(act)
+        return env._torque_saturation(before)
+
+    value = term(actions)
+    assert (value > 0).all()
+    (grad,) = torch.autograd.grad(value.sum(), actions)
+    with torch.no_grad():
+        for i, j in [(0, 3), (1, 8), (2, 11), (2, 0)]:
+            x = actions.detach().clone()
+            x[i, j] += 1e-6
+            plus = term(x).sum().item()
+            x[i, j] -= 2e-6
+            fd = (plus - term(x).sum().item()) / 2e-6
+            assert grad[i, j].item() == pytest.approx(fd, rel=1e-6, abs=1e-9)
+
+
 def test_after_curriculum_terms_count_only_once_the_curriculum_is_done():
     cfg = AnymalDFlatEnvCfg(num_envs=2, seed=3)
     cfg.sim.dtype = "float64"

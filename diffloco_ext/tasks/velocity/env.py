@@ -28,7 +28,7 @@ from .observations import POLICY_TERMS, policy_observation
 REWARD_TERMS = ("track_lin_vel_xy", "track_ang_vel_z", "lin_vel_z", "ang_vel_xy", "flat_orientation", "joint_torques",
                 "joint_acc", "action_rate", "foot_height_reference", "undesired_contact", "joint_pos_limits",
                 "base_height", "alive", "excess_tilt", "excess_ang_vel_xy", "excess_lin_vel_xy_error", "foot_slip",
-                "excess_joint_vel")
+                "excess_joint_vel", "torque_saturation")
 
 #: Foot phase offsets of the trot reference by leg (diagonal pairs LF+RH and RF+LH).
 TROT_PHASE = {"LF": 0.0, "RH": 0.0, "RF": math.pi, "LH": math.pi}
@@ -139,6 +139,7 @@ class VelocityEnv(LocomotionEnv):
                                                    c.foot_slip_width)),
             "excess_joint_vel": (c.excess_joint_vel, R.excess_joint_vel_l2(
                 self.u[:, 6:], c.excess_joint_vel_ratio * self.robot.actuator.velocity_limit)),
+            "torque_saturation": (c.torque_saturation, self._torque_saturation(before)),
         }
         if c.after_curriculum and self.commands.progress < 1.0:
             terms.update({k: (0.0, terms[k][1]) for k in c.after_curriculum})
@@ -148,6 +149,17 @@ class VelocityEnv(LocomotionEnv):
 
     def _termination_reward(self) -> float:
         return self.cfg.rewards.termination
+
+    def _torque_saturation(self, before) -> torch.Tensor:
+        """:func:`~.rewards.torque_saturation_l2` of the PD demand ``k_p (q* - q) - k_d qd`` at the policy step's start
+        (the state ``before`` the step, this step's targets, this env's randomised gains): where the validation
+        measures it, and where a new target asks the most of the drive."""
+        q, u = before
+        qd = u[:, 6:]
+        demand = (self.params["joint_stiffness"] * (self.joint_targets(self.actions) - q[:, 7:])
+                  - self.params["joint_damping"] * qd)
+        a = self.robot.actuator
+        return R.torque_saturation_l2(demand, qd, a.saturation_effort, a.effort_limit, a.velocity_limit)
 
     def _terminated(self, out) -> torch.Tensor:
         c = self.cfg.terminations

@@ -148,6 +148,8 @@ class RewardsCfg:
       differentiable; ``excess_joint_vel``: joint speeds beyond ``excess_joint_vel_ratio`` x the DC motor's no-load
       speed. The validation gates both (foot slip in stance, joint speed within the motor's envelope). 0 by
       default here (Isaac Lab's flat ANYmal-D task has neither).
+    * ``torque_saturation``: the squared part of the PD demand outside the DC-motor envelope (over the effort
+      limit), at the policy step's start, where the validation's saturation gate measures it. 0 by default here.
 
     ``after_curriculum`` names terms that count only once the command curriculum has reached the full ranges
     (weight 0 before; at once without a curriculum): a training choice, so that a term shaping the gait does not
@@ -183,6 +185,7 @@ class RewardsCfg:
     foot_slip_width: float = 0.0025  # m: and falls from 0.98 to 0.02 over +-4 widths about it
     excess_joint_vel: float = 0.0
     excess_joint_vel_ratio: float = 0.8  # x the DC motor's no-load speed (ANYmal D: 7.5 rad/s)
+    torque_saturation: float = 0.0
     after_curriculum: tuple[str, ...] = ()
 
 
