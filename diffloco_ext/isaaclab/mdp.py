@@ -8,6 +8,8 @@
   :mod:`diffloco_ext.tasks.velocity.rewards` (``excess_*_l2``) on Isaac Lab's root-frame quantities.
 * :func:`foot_slip`, :func:`excess_joint_vel`: the gait terms of the same names (``foot_slip``,
   ``excess_joint_vel_l2``) on the feet's link velocities and the joint velocities.
+* :class:`action_smoothness`: ``action_smoothness_l2``, the second difference of the actions (Isaac Lab's action
+  manager keeps the last two actions; the term keeps the one before).
 * :func:`torque_saturation`: ``torque_saturation_l2``'s measure on Isaac Lab's actuator efforts (the part of the
   computed effort the DC-motor model clipped away).
 """
@@ -21,7 +23,7 @@ from isaaclab.managers import ManagerTermBase, RewardTermCfg, SceneEntityCfg
 from diffloco_ext.tasks.velocity.env import TROT_PHASE
 from diffloco_ext.tasks.velocity.env_cfg import FootHeightReferenceCfg
 from diffloco_ext.tasks.velocity.rewards import excess_ang_vel_xy_l2, excess_joint_vel_l2, excess_lin_vel_xy_error_l2
-from diffloco_ext.tasks.velocity.rewards import excess_tilt_l2
+from diffloco_ext.tasks.velocity.rewards import action_smoothness_l2, excess_tilt_l2
 from diffloco_ext.tasks.velocity.rewards import foot_slip as foot_slip_speed
 from diffloco_ext.tasks.velocity.rewards import foot_height_reference as reference_heights
 from diffloco_ext.tasks.velocity.rewards import foot_height_tracking_exp
@@ -99,3 +101,22 @@ def torque_saturation(env, effort_limit: float, asset_cfg: SceneEntityCfg = Scen
     excess = (actuators.computed_effort.torch[:, asset_cfg.joint_ids]
               - actuators.applied_effort.torch[:, asset_cfg.joint_ids])
     return torch.sum(torch.square(excess / effort_limit), dim=1)
+
+
+class action_smoothness(ManagerTermBase):
+    """``sum_j (a_t - 2 a_(t-1) + a_(t-2))^2`` [N] of the raw actions. ``a_t`` and ``a_(t-1)`` are the action
+    manager's ``action`` and ``prev_action``; ``a_(t-2)`` is the ``prev_action`` this term saw at its last call
+    (the reward manager calls it once per env step), zero after an env's reset, as the action manager's are."""
+
+    def __init__(self, cfg: RewardTermCfg, env) -> None:
+        super().__init__(cfg, env)
+        self.before_previous = torch.zeros_like(env.action_manager.action)
+
+    def reset(self, env_ids=None) -> None:
+        self.before_previous[slice(None) if env_ids is None else env_ids] = 0.0
+
+    def __call__(self, env) -> torch.Tensor:
+        manager = env.action_manager
+        value = action_smoothness_l2(manager.action, manager.prev_action, self.before_previous)
+        self.before_previous = manager.prev_action.clone()
+        return value

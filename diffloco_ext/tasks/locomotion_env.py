@@ -64,6 +64,7 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
         zeros = dict(dtype=self.dtype, device=self.device)
         self.actions = torch.zeros(N, n, **zeros)
         self.previous_actions = torch.zeros_like(self.actions)
+        self.actions_before_previous = torch.zeros_like(self.actions)  # a_(t-2): for the action-smoothness term
         self.episode_length_buf = torch.zeros(N, dtype=torch.long, device=self.device)
         self._episode_steps = torch.zeros(N, dtype=torch.long, device=self.device)
         self.nominal = {k: v.clone() for k, v in self.bridge.parameters().items()}
@@ -122,6 +123,7 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
         self.q, self.u = self.q.detach(), self.u.detach()
         self.actions = self.actions.detach()
         self.previous_actions = self.previous_actions.detach()
+        self.actions_before_previous = self.actions_before_previous.detach()
         self._obs = self._obs.detach()
 
     def reset(self, seed: int | None = None, options: dict | None = None):
@@ -146,7 +148,7 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
             actions.register_hook(_row_norm_clip(action_clip, relative_clip))
         if self.cfg.actions.clip is not None:
             actions = actions.clamp(-self.cfg.actions.clip, self.cfg.actions.clip)
-        self.previous_actions, self.actions = self.actions, actions
+        self.actions_before_previous, self.previous_actions, self.actions = self.previous_actions, self.actions, actions
         before = (self.q, self.u)
         out = self.bridge.step(self.q, self.u, self.joint_targets(actions), params=self.params)
         self.last_output = out
@@ -232,6 +234,7 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
         zeros = torch.zeros_like(self.actions)
         self.actions = torch.where(m, zeros, self.actions)
         self.previous_actions = torch.where(m, zeros, self.previous_actions)
+        self.actions_before_previous = torch.where(m, zeros, self.actions_before_previous)
         self.episode_length_buf = torch.where(mask, torch.zeros_like(self.episode_length_buf), self.episode_length_buf)
         self.contact_state = torch.where(m, torch.zeros_like(self.contact_state), self.contact_state)
         self._on_reset(mask)
@@ -270,7 +273,8 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
     def state_dict(self) -> dict:
         """Everything needed to continue exactly: state, actions, counters, parameters, RNG (and the task's)."""
         state = {k: getattr(self, k).detach().clone() for k in
-                 ("q", "u", "actions", "previous_actions", "episode_length_buf", "_episode_steps", "contact_state")}
+                 ("q", "u", "actions", "previous_actions", "actions_before_previous", "episode_length_buf",
+                  "_episode_steps", "contact_state")}
         state["params"] = {k: v.clone() for k, v in self.params.items()}
         state["generator"] = self.generator.get_state()
         state["task"] = self._task_state()
@@ -285,6 +289,8 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
 
         for key in ("q", "u", "actions", "previous_actions", "episode_length_buf", "_episode_steps", "contact_state"):
             setattr(self, key, own(state[key]))
+        # states saved before the action-smoothness term existed: a_(t-2) = a_(t-1)
+        self.actions_before_previous = own(state.get("actions_before_previous", state["previous_actions"]))
         self.params = {k: own(v) for k, v in state["params"].items()}
         self.generator.set_state(state["generator"])
         self._load_task_state(state.get("task", {}))

@@ -98,6 +98,17 @@ def probe_env(engine: str) -> dict:
         ((computed - actuators.applied_effort.torch.double()).abs() > 1e-3).double().mean())
     out["excess_expected"]["torque_saturation"] = (
         (computed - actuators.applied_effort.torch.double()) / effort_limit).square().sum(1).tolist()
+    # the action-smoothness term keeps a_(t-2) itself: two more steps with known actions
+    from isaaclab.managers import RewardTermCfg
+
+    smooth = diffloco_mdp.action_smoothness(RewardTermCfg(func=diffloco_mdp.action_smoothness, weight=1.0), env)
+    s_, a1, a2 = (torch.tensor([[5.0, -5.0] * 6] * 4), torch.full((4, 12), 0.3), torch.full((4, 12), -0.2))
+    env.step(a1)
+    first = smooth(env).double()
+    env.step(a2)
+    out["excess_terms"]["action_smoothness"] = (first + smooth(env).double()).tolist()
+    out["excess_expected"]["action_smoothness"] = ((a1 - 2 * s_).square().sum(1)
+                                                   + (a2 - 2 * a1 + s_).square().sum(1)).double().tolist()
     env.close()
     return out
 

@@ -175,6 +175,13 @@ def test_gait_terms_on_hand_made_states():
     assert torch.autograd.gradcheck(lambda a, b: R.foot_slip(a, b, 0.01, 0.0025), (hh, vv))
     x = torch.tensor([[6.3, -7.1, 2.0, 9.4]], dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(lambda t: R.excess_joint_vel_l2(t, 6.0), (x,))
+    # action smoothness: zero on a ramp (constant rate), 4 per joint on a +1/-1 alternation
+    ramp = [torch.tensor([[0.1 * k, -0.2 * k]], dtype=torch.float64) for k in (3, 2, 1)]
+    assert R.action_smoothness_l2(*ramp).item() == pytest.approx(0.0, abs=1e-15)
+    flip = [torch.tensor([[s_, -s_]], dtype=torch.float64) for s_ in (1.0, -1.0, 1.0)]
+    assert R.action_smoothness_l2(*flip).item() == pytest.approx(2 * 16.0)
+    abc = [torch.randn(2, 12, dtype=torch.float64, requires_grad=True) for _ in range(3)]
+    assert torch.autograd.gradcheck(R.action_smoothness_l2, tuple(abc))
 
 
 def test_torque_saturation_term_is_the_validations_measure_and_differentiable():
@@ -306,6 +313,7 @@ def test_env_step_gradients_match_finite_differences_through_a_reset():
     env.cfg.state_grad_clip = env.cfg.action_grad_clip = env.cfg.grad_clip_relative = None  # the exact gradient
     r = env.cfg.rewards  # the gait terms on (0 by default), the joint-speed hinge active at these speeds
     r.foot_slip, r.excess_joint_vel, r.excess_joint_vel_ratio = -1.0, -0.1, 0.05
+    r.action_smoothness = -0.1  # through three steps: a_(t-2) carries the first step's actions into the third
     # (the clips are checked below)
     env.episode_length_buf[0] = env.max_episode_length - 2
     state = env.state_dict()

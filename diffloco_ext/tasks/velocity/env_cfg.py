@@ -150,6 +150,9 @@ class RewardsCfg:
       default here (Isaac Lab's flat ANYmal-D task has neither).
     * ``torque_saturation``: the squared part of the PD demand outside the DC-motor envelope (over the effort
       limit), at the policy step's start, where the validation's saturation gate measures it. 0 by default here.
+    * ``action_smoothness``: the squared second difference of the actions, ``a_t - 2 a_(t-1) + a_(t-2)``, which
+      weighs chatter near the policy's Nyquist rate far above the gait's own frequencies (``action_rate`` weighs
+      them alike within a factor of ~20). 0 by default here.
 
     ``after_curriculum`` names terms that count only once the command curriculum has reached the full ranges
     (weight 0 before; at once without a curriculum): a training choice, so that a term shaping the gait does not
@@ -186,6 +189,7 @@ class RewardsCfg:
     excess_joint_vel: float = 0.0
     excess_joint_vel_ratio: float = 0.8  # x the DC motor's no-load speed (ANYmal D: 7.5 rad/s)
     torque_saturation: float = 0.0
+    action_smoothness: float = 0.0
     after_curriculum: tuple[str, ...] = ()
 
 

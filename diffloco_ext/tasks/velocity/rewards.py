@@ -82,6 +82,16 @@ def action_rate_l2(action: torch.Tensor, previous_action: torch.Tensor) -> torch
     return torch.sum(torch.square(action - previous_action), dim=1)
 
 
+def action_smoothness_l2(action: torch.Tensor, previous_action: torch.Tensor,
+                         action_before_previous: torch.Tensor) -> torch.Tensor:
+    """``sum_j (a_t - 2 a_(t-1) + a_(t-2))^2`` (action units²): the second difference of the raw actions. Against
+    :func:`action_rate_l2` it weighs a component of frequency ``f`` by ``(2 sin(pi f dt))^4`` instead of
+    ``(2 sin(pi f dt))^2``: at the 50 Hz policy rate a 20 Hz chatter counts ~440x a 3.3 Hz gait harmonic (the first
+    difference: ~21x), so it smooths the actions while leaving the gait's own motion nearly unpenalised (a term of
+    the same form: walk-these-ways' ``action_smoothness_2``)."""
+    return torch.sum(torch.square(action - 2.0 * previous_action + action_before_previous), dim=1)
+
+
 def foot_slip(foot_height: torch.Tensor, foot_vel: torch.Tensor, height: float, width: float) -> torch.Tensor:
     """``sum_f s(h_f) |v_f,xy|`` (m/s): the horizontal speed of the feet (world, m/s) weighted by a smooth stance
     indicator ``s(h) = sigmoid((height - h) / width)`` of the foot's height above the ground ``h`` (m) -- 1 on the
