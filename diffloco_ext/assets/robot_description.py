@@ -157,6 +157,17 @@ class ActuatorParams:
     saturation_effort: float
     velocity_limit: float
 
+    def torque_bounds(self, joint_vel):
+        """``(tau_min, tau_max)`` (N·m) of the DC-motor envelope at joint speeds ``joint_vel`` (rad/s; a numpy array or
+        a torch tensor, the result of the same kind, differentiable for torch):
+        ``tau_max = clip(S (1 - qd / v), 0, E)``, ``tau_min = clip(S (-1 - qd / v), -E, 0)`` (``S`` the saturation
+        effort, ``E`` the effort limit, ``v`` the no-load speed). The one definition the task's reward terms, the
+        validation and the MuJoCo replay use (the simulator's Warp kernels implement the same line)."""
+        ratio = joint_vel / self.velocity_limit
+        upper = (self.saturation_effort * (1.0 - ratio)).clip(0.0, self.effort_limit)
+        lower = (self.saturation_effort * (-1.0 - ratio)).clip(-self.effort_limit, 0.0)
+        return lower, upper
+
 
 @dataclass(frozen=True)
 class RobotDescription:

@@ -33,7 +33,6 @@ from ..tasks.velocity.commands import VelocityCommand
 from ..tasks.velocity.observations import POLICY_TERMS, policy_observation
 from .backends import EnvParameters
 from .gates import MetricSums
-from .mujoco_replay import dc_motor_bounds
 from .robot_kinematics import RobotKinematics
 from .scenarios import Scenario, Settings
 
@@ -224,7 +223,7 @@ def run_batch(backend, policy, task: TaskInterface, kinematics: RobotKinematics,
         target = task.default_sim + task.action_scale * new_actions[:, task.to_sim]
         qd = u[:, 6:]
         demand = kp * (target - q[:, 7:]) - kd * qd
-        lo, hi = dc_motor_bounds(act, qd.numpy())
+        lo, hi = act.torque_bounds(qd.numpy())
         saturated = (demand.numpy() > hi + 1e-6) | (demand.numpy() < lo - 1e-6)
         backend.step(target)
         q, u = backend.state()

@@ -19,15 +19,6 @@ from ..assets.mjcf_exporter import to_mjmodel
 from ..assets.robot_description import ActuatorParams, RobotDescription
 
 
-def dc_motor_bounds(actuator: ActuatorParams, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(tau_min(qd), tau_max(qd))`` of Isaac Lab's DC-motor envelope at joint speeds ``qd`` (N·m):
-    ``tau_max = clip(S (1 - qd / v), 0, E)``, ``tau_min = clip(S (-1 - qd / v), -E, 0)``."""
-    S, E, v = actuator.saturation_effort, actuator.effort_limit, actuator.velocity_limit
-    hi = np.clip(S * (1.0 - qd / v), 0.0, E)
-    lo = np.clip(S * (-1.0 - qd / v), -E, 0.0)
-    return lo, hi
-
-
 def dc_motor_pd_torque(actuator: ActuatorParams, target: np.ndarray, q: np.ndarray, qd: np.ndarray,
                        stiffness: np.ndarray | float | None = None,
                        damping: np.ndarray | float | None = None) -> np.ndarray:
@@ -37,7 +28,7 @@ def dc_motor_pd_torque(actuator: ActuatorParams, target: np.ndarray, q: np.ndarr
     kp = actuator.stiffness if stiffness is None else stiffness
     kd = actuator.damping if damping is None else damping
     tau = kp * (target - q) - kd * qd
-    lo, hi = dc_motor_bounds(actuator, qd)
+    lo, hi = actuator.torque_bounds(qd)
     return np.clip(tau, lo, hi)
 
 

@@ -22,7 +22,6 @@ import os
 import numpy as np
 
 from .gates import GATES, SCENARIO_GATES
-from .mujoco_replay import dc_motor_bounds
 
 VIDEO_STRIDE = 4  # policy steps per video frame
 TRAJECTORY_GAPS = {"base_height_mm": "base height RMS (mm)", "yaw_deg": "yaw RMS (deg)",
@@ -133,7 +132,7 @@ def torque_figure(result, actuator, figure_scenario: str, path: str) -> str:
     fig, axes = plt.subplots(2, len(runs), figsize=(5.5 * len(runs), 8), squeeze=False)
     v, E = actuator.velocity_limit, actuator.effort_limit
     speed = np.linspace(-1.3 * v, 1.3 * v, 200)
-    lo, hi = dc_motor_bounds(actuator, speed)
+    lo, hi = actuator.torque_bounds(speed)
     for col, run in enumerate(runs):
         ax = axes[0, col]
         for scenario, tr in run.traces.items():

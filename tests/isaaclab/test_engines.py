@@ -60,7 +60,9 @@ def test_env_builds_resets_and_steps(probe, engine):
     assert p["obs_shape"] == [4, 48]
     assert p["obs_finite"] and np.isfinite(p["mean_reward"])
     assert "foot_height_reference" in p["reward_terms"] and "feet_air_time" not in p["reward_terms"]
-    assert p["torque_saturation_fraction"] > 0.25  # targets 2.5 rad away saturate the drives
+    # the saturation term: ~0 standing on zero actions, large where targets 2.5 rad away saturate the drives
+    assert max(p["torque_saturation_at_rest"]) < 1e-6
+    assert p["torque_saturation_fraction"] > 0.25 and min(p["torque_saturation_saturated"]) > 0.1
     for name, expected in p["excess_expected"].items():  # the hinge terms read the intended root quantities
         assert max(expected) > 1e-6, name  # a state where the check means something (reset velocities, steps)
         np.testing.assert_allclose(p["excess_terms"][name], expected, rtol=1e-4, atol=1e-9, err_msg=name)

@@ -185,21 +185,24 @@ def test_gait_terms_on_hand_made_states():
 
 
 def test_torque_saturation_term_is_the_validations_measure_and_differentiable():
-    """The PD demand outside the DC-motor envelope at the step's start: zero where the validation counts no
-    saturated joint, positive where it counts one (the validation's own envelope, ``dc_motor_bounds``), and its
-    gradient w.r.t. the actions equals float64 finite differences."""
+    """The PD demand outside the DC-motor envelope at the step's start, on hand-computed numbers (ANYmal D: stall
+    120 N m, limit 80 N m, no-load 7.5 rad/s), the envelope the same for numpy and torch, and the term's gradient
+    w.r.t. the actions equal to float64 finite differences through an env step."""
     from diffloco_ext.tasks.velocity import rewards as R
-    from diffloco_ext.validation.mujoco_replay import dc_motor_bounds
 
     env = make_env(num_envs=3)
     a = env.robot.actuator
+    assert (a.saturation_effort, a.effort_limit, a.velocity_limit) == (120.0, 80.0, 7.5)
     qd = torch.tensor([[0.0, 0.0, 7.0, -7.0, 3.0]], dtype=torch.float64)
     demand = torch.tensor([[50.0, -100.0, 20.0, 60.0, 90.0]], dtype=torch.float64)  # 60: braking at -7 rad/s
-    lo, hi = dc_motor_bounds(a, qd.numpy())
-    excess = np.maximum(demand.numpy() - hi, 0.0) + np.maximum(lo - demand.numpy(), 0.0)
-    assert R.torque_saturation_l2(demand, qd, a.saturation_effort, a.effort_limit, a.velocity_limit).item() == \
-        pytest.approx(float(np.sum((excess / a.effort_limit) ** 2)))
-    assert (excess > 0).tolist() == [[False, True, True, False, True]]
+    lo, hi = a.torque_bounds(qd)  # by hand: hi 80, 80, 8, 80, 72; lo -80, -80, -80, -8, -80
+    torch.testing.assert_close(hi, torch.tensor([[80.0, 80.0, 8.0, 80.0, 72.0]], dtype=torch.float64))
+    torch.testing.assert_close(lo, torch.tensor([[-80.0, -80.0, -80.0, -8.0, -80.0]], dtype=torch.float64))
+    lo_np, hi_np = a.torque_bounds(qd.numpy())
+    np.testing.assert_allclose(lo_np, lo.numpy())
+    np.testing.assert_allclose(hi_np, hi.numpy())
+    # the parts outside: 0, 20, 12, 0, 18 N m
+    assert R.torque_saturation_l2(demand, qd, a).item() == pytest.approx((20.0**2 + 12.0**2 + 18.0**2) / 80.0**2)
     rng = np.random.default_rng(1)
     actions = torch.tensor(rng.uniform(-4.0, 4.0, (3, 12)), requires_grad=True)  # targets up to 2 rad away
     state = env.state_dict()

@@ -160,8 +160,7 @@ class VelocityEnv(LocomotionEnv):
         qd = u[:, 6:]
         demand = (self.params["joint_stiffness"] * (self.joint_targets(self.actions) - q[:, 7:])
                   - self.params["joint_damping"] * qd)
-        a = self.robot.actuator
-        return R.torque_saturation_l2(demand, qd, a.saturation_effort, a.effort_limit, a.velocity_limit)
+        return R.torque_saturation_l2(demand, qd, self.robot.actuator)
 
     def _terminated(self, out) -> torch.Tensor:
         c = self.cfg.terminations

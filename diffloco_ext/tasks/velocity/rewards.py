@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from diffloco_ext.assets.robot_description import ActuatorParams
+
 from .env_cfg import FootHeightReferenceCfg
 
 
@@ -109,25 +111,14 @@ def excess_joint_vel_l2(joint_vel: torch.Tensor, limit: float) -> torch.Tensor:
     return torch.sum(torch.square(torch.relu(joint_vel.abs() - limit)), dim=1)
 
 
-def dc_motor_envelope(joint_vel: torch.Tensor, saturation_effort: float, effort_limit: float,
-                      velocity_limit: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(tau_min, tau_max)`` (N·m) of the DC motor at joint speeds ``joint_vel`` (rad/s), Isaac Lab's
-    ``DCMotorCfg`` envelope: ``tau_max = clip(S (1 - qd / v), 0, E)``, ``tau_min = clip(S (-1 - qd / v), -E, 0)``."""
-    ratio = joint_vel / velocity_limit
-    upper = torch.clamp(saturation_effort * (1.0 - ratio), min=0.0, max=effort_limit)
-    lower = torch.clamp(saturation_effort * (-1.0 - ratio), min=-effort_limit, max=0.0)
-    return lower, upper
-
-
-def torque_saturation_l2(demand: torch.Tensor, joint_vel: torch.Tensor, saturation_effort: float,
-                         effort_limit: float, velocity_limit: float) -> torch.Tensor:
+def torque_saturation_l2(demand: torch.Tensor, joint_vel: torch.Tensor, actuator: ActuatorParams) -> torch.Tensor:
     """``sum_j (d_j / E)^2`` (1), ``d_j`` (N·m) the part of joint ``j``'s PD demand ``demand`` that lies outside the
-    DC-motor envelope at its speed ``joint_vel`` (:func:`dc_motor_envelope`), ``E`` the effort limit: the torque
+    DC-motor envelope at its speed ``joint_vel`` (``actuator.torque_bounds``), ``E`` the effort limit: the torque
     the policy asks for and the motor cannot give (the validation gates the fraction of such samples). Its
     gradient lowers the demand (a smaller target step) or the speed that shrinks the envelope."""
-    lower, upper = dc_motor_envelope(joint_vel, saturation_effort, effort_limit, velocity_limit)
+    lower, upper = actuator.torque_bounds(joint_vel)
     excess = torch.relu(demand - upper) + torch.relu(lower - demand)
-    return torch.sum(torch.square(excess / effort_limit), dim=1)
+    return torch.sum(torch.square(excess / actuator.effort_limit), dim=1)
 
 
 def penetration(gaps: torch.Tensor, scale: float = 100.0) -> torch.Tensor:
