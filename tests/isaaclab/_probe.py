@@ -61,7 +61,6 @@ def probe_env(engine: str) -> dict:
     # threshold 0 they give |x|^2 of the quantity each is meant to read
     from isaaclab.managers import SceneEntityCfg
 
-
     command = env.command_manager.get_command("base_velocity")
     out["excess_terms"] = {
         "tilt": diffloco_mdp.excess_tilt(env, 0.0).double().tolist(),
