@@ -22,7 +22,9 @@ stricter ratio against the bare step (which skips the foot kinematics at the new
 Times on shared machines are noisy: every figure is the best of several timings, and ratios compare
 figures from one run. ``--paired-rounds R`` measures the step against MuJoCo in R interleaved rounds (MuJoCo
 for 0.5 s, then our step for as long, at each env count) and reports the median and range of the per-round
-ratios: a change of the machine's speed during the run then moves both sides of a ratio alike.
+ratios: a change of the machine's speed during the run then moves both sides of a ratio alike. Without
+``--no-backward`` it also pairs the gradient's cost: R rounds of a taped rollout with its backward pass timed right
+after the same rollout untaped (``fwd+bwd/fwd`` per round).
 """
 
 from __future__ import annotations
@@ -120,31 +122,45 @@ def rollout_env_steps_per_s(sim: Simulator, steps: int, backward: bool) -> float
 def policy_step_seconds(sim: Simulator, substeps: int, decimated: bool, backward: bool, policy_steps: int = 8,
                         repeats: int = 3) -> float:
     """Time of one policy step of ``substeps`` physics steps through the torch bridge (best of ``repeats``
-    rollouts of ``policy_steps``): one decimated call (``substeps=k``), or ``k`` single-step calls."""
+    rollouts of ``policy_steps``, after a warm-up one): one decimated call (``substeps=k``), or ``k`` single-step
+    calls."""
     bridge = TorchSimulator(sim)
-    model = sim.model
+    times = [_rollout_seconds(bridge, substeps, decimated, backward, policy_steps) for _ in range(repeats + 1)]
+    return min(times[1:]) / policy_steps
+
+
+def _rollout_seconds(bridge: TorchSimulator, substeps: int, decimated: bool, backward: bool,
+                     policy_steps: int) -> float:
+    """Seconds of one rollout of ``policy_steps`` policy steps through ``bridge`` (and its backward pass)."""
+    model = bridge.sim.model
     q0 = torch.tensor(model.default_q(), device=bridge.device)
     u0 = torch.zeros((model.num_envs, model.nv), dtype=bridge.dtype, device=bridge.device)
     target = torch.tensor(np.tile(model.default_joint_pos, (model.num_envs, 1)), device=bridge.device,
                           requires_grad=True)
-    best = float("inf")
-    for round_index in range(repeats + 1):
-        start = clock()
-        with torch.set_grad_enabled(backward):
-            q, u, loss = q0, u0, 0.0
-            for _ in range(policy_steps):
-                if decimated:
-                    q, u, foot_pos = bridge.step(q, u, target, substeps=substeps)[:3]
-                else:
-                    for _ in range(substeps):
-                        q, u, foot_pos = bridge.step(q, u, target)[:3]
-                loss = loss + q[:, 2].sum() + foot_pos[..., 2].sum()
-            if backward:
-                loss.backward()
-        wp.synchronize()
-        if round_index > 0:
-            best = min(best, clock() - start)
-    return best / policy_steps
+    start = clock()
+    with torch.set_grad_enabled(backward):
+        q, u, loss = q0, u0, 0.0
+        for _ in range(policy_steps):
+            if decimated:
+                q, u, foot_pos = bridge.step(q, u, target, substeps=substeps)[:3]
+            else:
+                for _ in range(substeps):
+                    q, u, foot_pos = bridge.step(q, u, target)[:3]
+            loss = loss + q[:, 2].sum() + foot_pos[..., 2].sum()
+        if backward:
+            loss.backward()
+    wp.synchronize()
+    return clock() - start
+
+
+def paired_gradient_ratios(sim: Simulator, steps: int, rounds: int) -> list[float]:
+    """``rounds`` ratios of a taped rollout with its backward pass to the same rollout untaped (``steps`` single
+    physics steps through one bridge), each from the two timed back to back (after a warm-up of both)."""
+    bridge = TorchSimulator(sim)
+    for backward in (False, True):
+        _rollout_seconds(bridge, 1, True, backward, steps)
+    return [_rollout_seconds(bridge, 1, True, True, steps) / _rollout_seconds(bridge, 1, True, False, steps)
+            for _ in range(rounds)]
 
 
 def policy_step_bytes_per_env(sim: Simulator, substeps: int) -> float:
@@ -282,14 +298,21 @@ def main() -> None:
     paired_rows = []
     if args.paired_rounds > 0:
         print(f"step vs MuJoCo in {args.paired_rounds} interleaved rounds (0.5 s each side per round):")
-        print(f"{'envs':>6} {'median x MuJoCo':>16} {'min':>6} {'max':>6}")
+        print(f"{'envs':>6} {'median x MuJoCo':>16} {'min':>6} {'max':>6}"
+              + ("" if args.no_backward else f" {'fwd+bwd/fwd med':>16} {'min':>6} {'max':>6}"))
         for n in args.num_envs:
             sim = Simulator(build_model(robot, n, device=args.device, dtype=args.dtype), dt=args.dt,
                             contact=args.contact)
             ratios = paired_step_ratios(sim, robot, args.dt, args.contact != "none", args.paired_rounds)
             med = float(np.median(ratios))
-            print(f"{n:>6} {med:>16.2f} {min(ratios):>6.2f} {max(ratios):>6.2f}")
-            paired_rows.append(dict(num_envs=n, ratios=ratios, median=med))
+            row = dict(num_envs=n, ratios=ratios, median=med)
+            line = f"{n:>6} {med:>16.2f} {min(ratios):>6.2f} {max(ratios):>6.2f}"
+            if not args.no_backward:
+                grad = paired_gradient_ratios(sim, args.steps, args.paired_rounds)
+                row.update(fwd_bwd_over_fwd_ratios=grad, fwd_bwd_over_fwd_median=float(np.median(grad)))
+                line += f" {np.median(grad):>16.2f} {min(grad):>6.2f} {max(grad):>6.2f}"
+            print(line)
+            paired_rows.append(row)
     policy_rows = []
     if args.substeps > 0:
         k = args.substeps

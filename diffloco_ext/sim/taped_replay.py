@@ -38,7 +38,7 @@ def _torch(array: wp.array):
 class TapedStep:
     """One taped policy step of ``substeps`` physics steps with its own arrays and its recorded graphs."""
 
-    def __init__(self, sim, substeps: int, key: tuple):
+    def __init__(self, sim, substeps: int, key: tuple, with_gaps: bool = True):
         model = sim.model
         self.substeps, self.key = substeps, key
         N, n = model.num_envs, model.num_joints
@@ -60,9 +60,10 @@ class TapedStep:
             self.data = sim.advance(self.state_in, self.control, self.state_out, substeps=substeps, tape=self.tape,
                                     model=self.model)
             self.foot_pos, self.foot_vel = sim.foot_kinematics(self.state_out.q, self.state_out.u, tape=self.tape)
-            #: the collision bodies' gaps at the end state, replayed with the step (None: no collision shapes)
-            self.body_gap = (body_gaps(self.model, self.state_out.q, self.tape) if model.collision is not None
-                             else None)
+            #: the collision bodies' gaps at the end state, replayed with the step (None: not asked for, or no
+            #: collision shapes)
+            self.body_gap = (body_gaps(self.model, self.state_out.q, self.tape)
+                             if with_gaps and model.collision is not None else None)
         finally:
             self.forward_graph = wp.capture_end(device=device)
         self.backward_graph = None
@@ -113,8 +114,9 @@ class TapedStep:
 class TapedStepPool:
     """Records of taped steps lent to the bridge's steps (see the module docstring)."""
 
-    def __init__(self, sim, capacity: int = 512):
+    def __init__(self, sim, capacity: int = 512, with_gaps: bool = True):
         self.sim = sim
+        self.with_gaps = with_gaps  # whether the records compute the collision-body gaps
         self.capacity = capacity
         self._free: list[TapedStep] = []
         self._lent = 0
@@ -139,7 +141,7 @@ class TapedStepPool:
         if self._lent >= self.capacity:
             return None
         self._lent += 1
-        return TapedStep(self.sim, substeps, key)
+        return TapedStep(self.sim, substeps, key, self.with_gaps)
 
     def release(self, record: TapedStep) -> None:
         """Return a record whose backward pass has run (or will never run)."""

@@ -57,8 +57,10 @@ class StepOutput(NamedTuple):
     joint_torque: torch.Tensor  # [N, n] mean drive torque applied over the policy step (N m), differentiable
     #: [N, K] signed gap (m, negative in penetration) of each collision body (``model.collision.body_names``) to
     #: the terrain at the end state, differentiable (:mod:`.body_contacts`); [N, 0] for a robot without collision
-    #: shapes. Computed inside the step, so a replayed taped step (:mod:`.taped_replay`) replays it too.
-    body_gap: torch.Tensor
+    #: shapes; None unless the bridge was made with ``body_gaps=True`` (they cost a kinematics pass per policy
+    #: step, and its reverse). Computed inside the step, so a replayed taped step (:mod:`.taped_replay`) replays
+    #: it too.
+    body_gap: torch.Tensor | None
 
 
 def _param_array(model, name: str, tensor: torch.Tensor, own: torch.Tensor) -> wp.array:
@@ -88,7 +90,7 @@ class _StepFunction(torch.autograd.Function):
         state_out = sim.empty_state(requires_grad=True)
         data = sim.advance(state_in, control, state_out, substeps=substeps, tape=tape, model=step_model)
         foot_pos, foot_vel = sim.foot_kinematics(state_out.q, state_out.u, tape=tape)
-        gaps = body_gaps(step_model, state_out.q, tape) if model.collision is not None else None
+        gaps = body_gaps(step_model, state_out.q, tape) if bridge._with_gaps else None
         N, F = model.num_envs, model.num_feet
         force = data.contact_force
         if force is not None:
@@ -209,14 +211,23 @@ class TorchSimulator:
     :class:`~.taped_replay.TapedStepPool` (``replay_taped``, default on): its forward and backward passes are
     recorded once as Warp graphs and replayed, inputs and gradients copied in and out (exactly the values of the
     plain path; at 128 environments with contact a policy step's forward 21 -> 4.9 ms, its backward 16 -> 7.4 ms).
+
+    ``body_gaps``: every step also reports the collision bodies' gaps at its end state (``StepOutput.body_gap``,
+    differentiable; what a task reads for base-contact terminations and undesired-contact penalties). Off by
+    default: it costs a kinematics pass per policy step and, taped, its reverse (at 4096 environments and one
+    physics step per call, the gradient's cost grew from 2.3-2.7x to 3.2-4.0x the forward rollout with them
+    always on; ``docs/benchmarks.md``); without it ``StepOutput.body_gap`` is None.
     """
 
     #: Parameters gradients flow to (the differentiable ones of :data:`~.model.RANDOMIZABLE`).
     parameter_names = DIFFERENTIABLE
 
-    def __init__(self, sim: Simulator, replay_taped: bool = True):
+    def __init__(self, sim: Simulator, replay_taped: bool = True, body_gaps: bool = False):
         self.sim = sim
         model = sim.model
+        #: whether steps report ``StepOutput.body_gap`` (fixed at construction: replayed records bake it in)
+        self.body_gaps = bool(body_gaps)
+        self._with_gaps = self.body_gaps and model.collision is not None
         self.dtype = _TORCH_DTYPES[model.dtype]
         self.device = torch.device(model.device)
         self._params = {name: wp.to_torch(arr, requires_grad=False) for name, arr in model.parameter_arrays().items()}
@@ -224,7 +235,7 @@ class TorchSimulator:
         self._untaped = None  # the arrays untaped steps run on (see _step_without_tape)
         #: records of taped steps replayed as Warp CPU graphs (:mod:`.taped_replay`); None: every taped step runs
         #: its Python (other devices, or ``replay_taped=False``)
-        self._pool = TapedStepPool(sim) if replay_taped and str(model.device).startswith("cpu") else None
+        self._pool = TapedStepPool(sim, with_gaps=self._with_gaps) if replay_taped and str(model.device).startswith("cpu") else None
 
     def parameter_arrays(self) -> dict[str, wp.array]:
         return self.sim.model.parameter_arrays()
@@ -282,8 +293,10 @@ class TorchSimulator:
         tensors = self._resolve_params(params)
         inputs = (q, u, joint_target, joint_torque, *tensors)
         if not (torch.is_grad_enabled() and any(t.requires_grad for t in inputs)):
-            return self._step_without_tape(q, u, joint_target, joint_torque, tensors, k)
-        return StepOutput(*_StepFunction.apply(self, k, *inputs))
+            out = self._step_without_tape(q, u, joint_target, joint_torque, tensors, k)
+        else:
+            out = StepOutput(*_StepFunction.apply(self, k, *inputs))
+        return out if self.body_gaps else out._replace(body_gap=None)
 
     def _step_without_tape(self, q, u, joint_target, joint_torque, params, substeps) -> StepOutput:
         """The same step with no tape, on arrays this bridge keeps (rollouts that need no gradient: PPO,
@@ -300,7 +313,7 @@ class TorchSimulator:
             arrays = {name: wp.zeros(a.shape, dtype=a.dtype, device=a.device)
                       for name, a in model.parameter_arrays().items()}
             inputs = [state_in.q, state_in.u, control.joint_target, control.joint_torque, *arrays.values()]
-            gaps = (wp.zeros((N, model.collision.num_bodies), **kw) if model.collision is not None else None)
+            gaps = wp.zeros((N, model.collision.num_bodies), **kw) if self._with_gaps else None
             self._untaped = (key, model.arrays, state_in, control, model.with_parameters(arrays), sim.empty_state(),
                              [wp.to_torch(a) for a in inputs], gaps)
         _, _, state_in, control, step_model, state_out, views, gaps = self._untaped

@@ -56,7 +56,7 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
         self.max_episode_length = int(round(cfg.episode_length_s / self.step_dt))
         self.model = cfg.sim.build_model(self.robot, N)
         self.sim = Simulator.from_cfg(self.model, cfg.sim)
-        self.bridge = TorchSimulator(self.sim)
+        self.bridge = TorchSimulator(self.sim, body_gaps=True)  # terminations and contact penalties read them
         self.dtype = self.bridge.dtype
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(int(cfg.seed))

@@ -17,7 +17,7 @@ EPS = 1e-6
 @pytest.fixture(scope="module")
 def setup():
     model = build_model(get_robot("anymal_d"), 2, dtype="float64")
-    bridge = TorchSimulator(Simulator(model, dt=0.005))
+    bridge = TorchSimulator(Simulator(model, dt=0.005), body_gaps=True)
     rng = np.random.default_rng(11)
     q = torch.tensor(model.default_q())
     q[:, 7:] += torch.tensor(rng.uniform(-0.3, 0.3, (2, 12)))

@@ -21,9 +21,11 @@ from diffloco_ext.sim.torch_bridge import TorchSimulator
 from .contact_scenes import block
 
 
-def _bridge(contact: str, replay: bool, substeps: int = 4, dtype: str = "float64", num_envs: int = 3):
+def _bridge(contact: str, replay: bool, substeps: int = 4, dtype: str = "float64", num_envs: int = 3,
+            body_gaps: bool = True):
     model = build_model(get_robot("anymal_d"), num_envs, dtype=dtype)
-    return TorchSimulator(Simulator(model, dt=0.005, contact=contact, substeps=substeps), replay_taped=replay)
+    return TorchSimulator(Simulator(model, dt=0.005, contact=contact, substeps=substeps), replay_taped=replay,
+                          body_gaps=body_gaps)
 
 
 def _rollouts(bridge: TorchSimulator, iterations: int = 3, steps: int = 4, seed: int = 0):
@@ -105,9 +107,32 @@ def test_the_steps_collision_body_gaps_are_those_of_its_end_state_with_their_gra
                        - bridge.step(q0, u0, q0[:, 7:] + minus).body_gap) * w).sum() / (2 * eps)
                 assert abs(fd - inside[e, j]) <= 1e-6 * inside.abs().max() + 1e-9, (e, j, float(fd), float(inside[e, j]))
     box = TorchSimulator(Simulator(build_model(block(), 2, dtype="float64"), dt=0.005, contact="hard"),
-                         replay_taped=replay)  # no collision shapes: no gaps
+                         replay_taped=replay, body_gaps=True)  # no collision shapes: no gaps
     qb = torch.tensor(box.sim.model.default_q(), dtype=box.dtype)
     assert box.step(qb, torch.zeros(2, box.sim.model.nv, dtype=box.dtype), qb[:, 7:]).body_gap.shape == (2, 0)
+
+
+@pytest.mark.parametrize("replay", [True, False])
+def test_a_bridge_without_body_gaps_reports_none_and_the_same_step(replay):
+    """Off by default (a kinematics pass and its reverse per policy step): ``body_gap`` is None, every other
+    output and every gradient exactly those of a bridge that computes them."""
+    with_gaps, without = _bridge("smoothed", replay=replay), _bridge("smoothed", replay=replay, body_gaps=False)
+    assert TorchSimulator(without.sim).body_gaps is False
+    m = without.sim.model
+    q0 = torch.tensor(m.default_q(), dtype=without.dtype)
+    q0[:, 2] -= 0.03
+    u0 = torch.zeros(m.num_envs, m.nv, dtype=without.dtype)
+    for _ in range(2):  # the second use of a record replays its graphs
+        actions = (0.3 * torch.randn(m.num_envs, m.num_joints, dtype=without.dtype)).requires_grad_(True)
+        outs = [bridge.step(q0, u0, q0[:, 7:] + actions) for bridge in (with_gaps, without)]
+        assert outs[1].body_gap is None and outs[0].body_gap.shape == (m.num_envs, m.collision.num_bodies)
+        grads = [torch.autograd.grad(o.q.pow(2).sum() + o.foot_pos.sum() + o.joint_torque.pow(2).sum(), actions)[0]
+                 for o in outs]
+        for a, b in zip(outs[0][:-1], outs[1][:-1]):
+            torch.testing.assert_close(b, a.detach(), rtol=0, atol=0)
+        torch.testing.assert_close(grads[1], grads[0], rtol=0, atol=0)
+        with torch.no_grad():
+            assert without.step(q0, u0, q0[:, 7:] + actions).body_gap is None
 
 
 def test_a_change_of_settings_records_the_steps_again():
