@@ -225,9 +225,8 @@ class TorchSimulator:
     def __init__(self, sim: Simulator, replay_taped: bool = True, body_gaps: bool = False):
         self.sim = sim
         model = sim.model
-        #: whether steps report ``StepOutput.body_gap`` (fixed at construction: replayed records bake it in)
-        self.body_gaps = bool(body_gaps)
-        self._with_gaps = self.body_gaps and model.collision is not None
+        self._body_gaps = bool(body_gaps)
+        self._with_gaps = self._body_gaps and model.collision is not None
         self.dtype = _TORCH_DTYPES[model.dtype]
         self.device = torch.device(model.device)
         self._params = {name: wp.to_torch(arr, requires_grad=False) for name, arr in model.parameter_arrays().items()}
@@ -236,6 +235,12 @@ class TorchSimulator:
         #: records of taped steps replayed as Warp CPU graphs (:mod:`.taped_replay`); None: every taped step runs
         #: its Python (other devices, or ``replay_taped=False``)
         self._pool = TapedStepPool(sim, with_gaps=self._with_gaps) if replay_taped and str(model.device).startswith("cpu") else None
+
+    @property
+    def body_gaps(self) -> bool:
+        """Whether steps report ``StepOutput.body_gap`` (read-only: fixed at construction, the replayed records
+        bake it in; make another bridge to change it)."""
+        return self._body_gaps
 
     def parameter_arrays(self) -> dict[str, wp.array]:
         return self.sim.model.parameter_arrays()
@@ -296,7 +301,7 @@ class TorchSimulator:
             out = self._step_without_tape(q, u, joint_target, joint_torque, tensors, k)
         else:
             out = StepOutput(*_StepFunction.apply(self, k, *inputs))
-        return out if self.body_gaps else out._replace(body_gap=None)
+        return out if self._body_gaps else out._replace(body_gap=None)
 
     def _step_without_tape(self, q, u, joint_target, joint_torque, params, substeps) -> StepOutput:
         """The same step with no tape, on arrays this bridge keeps (rollouts that need no gradient: PPO,

@@ -118,6 +118,8 @@ def test_a_bridge_without_body_gaps_reports_none_and_the_same_step(replay):
     output and every gradient exactly those of a bridge that computes them."""
     with_gaps, without = _bridge("smoothed", replay=replay), _bridge("smoothed", replay=replay, body_gaps=False)
     assert TorchSimulator(without.sim).body_gaps is False
+    with pytest.raises(AttributeError):
+        without.body_gaps = True  # fixed at construction: the records bake it in
     m = without.sim.model
     q0 = torch.tensor(m.default_q(), dtype=without.dtype)
     q0[:, 2] -= 0.03
