@@ -234,7 +234,8 @@ class TorchSimulator:
         self._untaped = None  # the arrays untaped steps run on (see _step_without_tape)
         #: records of taped steps replayed as Warp CPU graphs (:mod:`.taped_replay`); None: every taped step runs
         #: its Python (other devices, or ``replay_taped=False``)
-        self._pool = TapedStepPool(sim, with_gaps=self._with_gaps) if replay_taped and str(model.device).startswith("cpu") else None
+        on_cpu = str(model.device).startswith("cpu")
+        self._pool = TapedStepPool(sim, with_gaps=self._with_gaps) if replay_taped and on_cpu else None
 
     @property
     def body_gaps(self) -> bool:
