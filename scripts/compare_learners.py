@@ -82,13 +82,12 @@ def logged_step(run_dir: str, iteration: int) -> int:
     """The logged iteration (TensorBoard step) at whose end checkpoint ``model_<iteration>.pt`` was written: SHAC
     names a checkpoint by the iterations completed (``model_5.pt`` after steps 0-4), rsl_rl's PPO by the index of
     the iteration it was saved in (``model_5.pt`` after step 5); read from the run's ``params/agent.yaml``."""
-    import yaml
+    from diffloco_ext.learning.checkpoint import read_params_yaml
 
     path = os.path.join(run_dir, "params", "agent.yaml")
     algo = None
     if os.path.isfile(path):
-        with open(path) as f:
-            algo = (yaml.safe_load(f) or {}).get("algorithm", {}).get("class_name")
+        algo = read_params_yaml(path).get("algorithm", {}).get("class_name")
     return iteration - 1 if algo == "SHAC" else iteration
 
 

@@ -1,4 +1,4 @@
-"""Checkpoint files: atomic writes and finding the checkpoint to resume from.
+"""Checkpoint files: atomic writes, finding the checkpoint to resume from, and reading a run's ``params/*.yaml``.
 
 A checkpoint is written to a temporary file in the target directory and moved into place with ``os.replace``, so
 a crash or a full disk never leaves a truncated file and never destroys an existing checkpoint of the same name.
@@ -11,6 +11,7 @@ import re
 import tempfile
 
 import torch
+import yaml
 
 
 def save_atomic(obj: object, path: str) -> None:
@@ -38,6 +39,28 @@ def non_finite_entries(state: dict, prefix: str = "") -> list[str]:
         elif isinstance(value, torch.Tensor) and value.is_floating_point() and not bool(torch.isfinite(value).all()):
             bad.append(name)
     return bad
+
+
+class _ParamsLoader(yaml.SafeLoader):
+    """YAML's safe loader plus ``!!python/tuple`` (read as a tuple): Isaac Lab's ``dump_yaml`` writes the tuples of
+    its configs with that tag (e.g. ``std_range`` of an rsl_rl distribution), and a run of ``isaaclab train`` is as
+    much a run as one of ``scripts/train.py``. Every other Python tag stays refused."""
+
+
+_ParamsLoader.add_constructor("tag:yaml.org,2002:python/tuple",
+                              lambda loader, node: tuple(loader.construct_sequence(node, deep=True)))
+
+
+def read_params_yaml(path: str) -> dict:
+    """A run's ``params/agent.yaml`` or ``params/env.yaml`` as a dict (written by ``scripts/train.py`` or by
+    ``isaaclab train``); an empty file is ``{}``."""
+    with open(path) as f:
+        data = yaml.load(f, Loader=_ParamsLoader)  # noqa: S506 - a safe loader with one extra tag
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping of config fields, got {type(data).__name__}")
+    return data
 
 
 def _natural_key(name: str) -> list:

@@ -121,9 +121,9 @@ def load_checkpoint(path: str, task: str, export_dir: str, num_obs: int, num_act
     """An rsl_rl checkpoint of ``task``: the runner (the run's ``params/agent.yaml`` if there is one, else the
     task's ``algo`` config) loads it, the policy is exported to ``export_dir`` (TorchScript and ONNX) and the
     TorchScript export is what runs."""
-    import yaml
     from tensordict import TensorDict
 
+    from ..learning.checkpoint import read_params_yaml
     from ..learning.export import export_policy_as_jit, export_policy_as_onnx
     from ..learning.runner import make_runner
     from ..tasks import registry
@@ -135,8 +135,7 @@ def load_checkpoint(path: str, task: str, export_dir: str, num_obs: int, num_act
     _exists(path, "checkpoint")
     agent_yaml = os.path.join(os.path.dirname(os.path.abspath(path)), "params", "agent.yaml")
     if os.path.isfile(agent_yaml):
-        with open(agent_yaml) as f:
-            agent_cfg = yaml.safe_load(f)
+        agent_cfg = read_params_yaml(agent_yaml)
         agent_cfg["device"] = "cpu"
     else:
         agent_cfg = registry.load_agent_cfg(task, algo or "shac")

@@ -11,7 +11,7 @@ import torch
 from tensordict import TensorDict
 
 from diffloco_ext.learning import PPORunnerCfg, SHACRunner, SHACRunnerCfg, build_ppo_runner, make_runner
-from diffloco_ext.learning.checkpoint import get_checkpoint_path
+from diffloco_ext.learning.checkpoint import get_checkpoint_path, read_params_yaml
 from diffloco_ext.learning.toy_envs import PendulumSwingUpCfg, PendulumSwingUpEnv, PointMassCfg, PointMassEnv
 
 
@@ -99,6 +99,25 @@ def test_save_is_atomic_and_refuses_nan(tmp_path):
     kept = torch.load(path, weights_only=False)
     for name, value in good["actor_state_dict"].items():
         assert torch.equal(value, kept["actor_state_dict"][name])
+
+
+def test_run_params_written_by_isaaclab_train_are_read_with_their_tuples(tmp_path):
+    """Isaac Lab's ``dump_yaml`` writes tuples as ``!!python/tuple``: such a run's ``params/agent.yaml`` (an
+    ``isaaclab train`` checkpoint handed to validation or play) reads, and other Python tags stay refused."""
+    import yaml
+
+    path = tmp_path / "agent.yaml"
+    path.write_text("class_name: OnPolicyRunner\nactor:\n  distribution_cfg:\n    std_range: !!python/tuple\n"
+                    "    - 1.0e-06\n    - 1000000.0\n")
+    assert read_params_yaml(str(path))["actor"]["distribution_cfg"]["std_range"] == (1e-6, 1e6)
+    path.write_text("x: !!python/object/apply:os.getcwd []\n")
+    with pytest.raises(yaml.constructor.ConstructorError):
+        read_params_yaml(str(path))
+    path.write_text("")
+    assert read_params_yaml(str(path)) == {}
+    path.write_text("- a\n- b\n")
+    with pytest.raises(ValueError, match="mapping"):
+        read_params_yaml(str(path))
 
 
 def test_learn_logs_prints_and_saves(tmp_path, capsys):

@@ -72,6 +72,36 @@ def test_a_checkpoint_is_exported_and_the_export_gate_compares_it_with_torch(tmp
         load_checkpoint(path, "DiffLoco-Quadruped-Forward", str(tmp_path / "other"), 48, 12)
 
 
+def test_a_checkpoint_of_isaaclab_train_with_tuples_in_its_params_validates(tmp_path):
+    """``isaaclab train`` writes ``params/agent.yaml`` with Isaac Lab's ``dump_yaml``, tuples tagged
+    ``!!python/tuple`` (e.g. the distribution's ``std_range``): such a PPO checkpoint loads and is exported."""
+    import yaml
+
+    env_cfg = registry.load_cfg(TASK)
+    env_cfg.num_envs = 2
+    agent_cfg = registry.load_agent_cfg(TASK, "ppo")
+
+    class Args:
+        log_root, algo = str(tmp_path / "logs"), "ppo"
+
+    run_dir = new_run_dir(Args, agent_cfg, env_cfg)
+    agent_yaml = os.path.join(run_dir, "params", "agent.yaml")
+    with open(agent_yaml) as f:
+        params = yaml.safe_load(f)
+    params["actor"]["distribution_cfg"]["std_range"] = (1.0e-6, 1.0e6)
+    with open(agent_yaml, "w") as f:
+        yaml.dump(params, f)  # the full dumper, as Isaac Lab's: the tuple gets its Python tag
+    with open(agent_yaml) as f:
+        assert "!!python/tuple" in f.read()
+    runner = make_runner(registry.make_env(TASK, env_cfg), agent_cfg, log_dir=None)
+    path = os.path.join(run_dir, "model_0.pt")
+    runner.save(path)
+    policy = load_checkpoint(path, TASK, str(tmp_path / "exported"), 48, 12)
+    obs = torch.randn(8, 48)
+    expected = runner.get_inference_policy()(TensorDict({"policy": obs}, batch_size=[8])).float()
+    assert torch.allclose(policy(obs), expected, atol=1e-6)
+
+
 def test_a_checkpoint_whose_critic_reads_other_inputs_still_validates(tmp_path):
     """Validation runs the actor only: a checkpoint whose critic group had another size (a run made before the
     critic's tracking features, 61 inputs against 66) loads, and its policy is the checkpoint's actor."""

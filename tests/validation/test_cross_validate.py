@@ -1,0 +1,66 @@
+"""``scripts/cross_validate.py``: two hand-written policies validated side by side in the project's hard contact and
+MuJoCo, the table and figure from their reports, and bad arguments."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from .policies import RandomPolicy, StandingPolicy, save_torchscript
+from .scenario_files import write_config
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "cross_validate.py"
+
+
+@pytest.fixture(scope="module")
+def cross():
+    spec = importlib.util.spec_from_file_location("cross_validate", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_standing_and_a_shaking_policy_side_by_side(cross, tmp_path):
+    stand = save_torchscript(StandingPolicy(), tmp_path / "stand.pt")
+    shake = save_torchscript(RandomPolicy(), tmp_path / "shake.pt")
+    scenarios = write_config(tmp_path, [{"name": "stand", "episodes": 2, "seeds": [0], "duration_s": 1.5,
+                                         "commands": {"schedule": [[1.5, 0, 0, 0]]}}])
+    out = tmp_path / "cross"
+    result = cross.main(["--policy", f"stand={stand}", f"shake={shake}", "--trained_in", "stand=hard",
+                         "--backend", "hard", "mujoco", "--scenarios", str(scenarios), "--out", str(out)])
+    table = result["table"]
+    assert set(table) == {"stand", "shake"} and set(table["stand"]) == {"stand"}
+    for backend in ("hard", "mujoco"):
+        # standing on a zero command: no drift, no fall, in both validators
+        assert table["stand"]["stand"][backend]["lin_vel_error"] < 0.05
+        assert table["stand"]["stand"][backend]["fall_rate"] == 0.0
+    # the report's own numbers, not recomputed ones
+    summary = json.loads((out / "stand" / "summary.json").read_text())
+    assert table["stand"]["stand"]["mujoco"]["lin_vel_error"] == \
+        summary["backends"]["mujoco"]["scenarios"]["stand"]["metrics"]["lin_vel_error"]
+    # the gap is measured from the training simulator's planar error (the spread without --trained_in)
+    stand_row = table["stand"]["stand"]
+    assert result["transfer_gap"]["stand"]["stand"] == pytest.approx(
+        abs(stand_row["mujoco"]["lin_vel_error"] - stand_row["hard"]["lin_vel_error"]))
+    assert (out / "cross_validation.png").stat().st_size > 0
+    markdown = (out / "cross_validation.md").read_text()
+    assert "| stand (hard) |" in markdown and "| shake (?) |" in markdown
+    # --reuse reads the reports already there instead of validating again
+    again = cross.main(["--policy", f"stand={stand}", f"shake={shake}", "--backend", "hard", "mujoco",
+                        "--scenarios", str(scenarios), "--out", str(out), "--reuse"])
+    assert again["table"] == table
+
+
+def test_bad_arguments_are_clear_errors(cross, tmp_path):
+    stand = save_torchscript(StandingPolicy(), tmp_path / "stand.pt")
+    with pytest.raises(SystemExit, match="not LABEL=VALUE"):
+        cross.main(["--policy", stand, "--out", str(tmp_path / "o")])
+    with pytest.raises(SystemExit, match="given twice"):
+        cross.main(["--policy", f"a={stand}", f"a={stand}", "--out", str(tmp_path / "o")])
+    with pytest.raises(SystemExit, match="no file"):
+        cross.main(["--policy", f"a={tmp_path / 'missing.pt'}", "--out", str(tmp_path / "o")])
+    with pytest.raises(SystemExit, match="policies not given"):
+        cross.main(["--policy", f"a={stand}", "--trained_in", "b=hard", "--out", str(tmp_path / "o")])
