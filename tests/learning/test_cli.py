@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
-from pathlib import Path
 
 import onnxruntime
 import pytest
@@ -15,16 +13,9 @@ import yaml
 from diffloco_ext.learning.runner import make_runner
 from diffloco_ext.tasks import TASKS, registry
 from diffloco_ext.tasks.cfg_override import ConfigOverrideError, apply_overrides, parse_overrides
+from ..script_modules import load_script
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 TASK = "DiffLoco-Velocity-Flat-AnymalD"
-
-
-def _script(name):
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_registration_through_gymnasium_and_the_isaaclab_entry_point():
@@ -101,7 +92,7 @@ def test_tuples_of_any_length_take_lists_of_any_length():
 
 
 def test_cli_errors_are_clear(capsys, tmp_path):
-    train = _script("train")
+    train = load_script("train")
     for argv, match in ((["--task", "DiffLoco-Nope"], "unknown task"),
                         (["--task", TASK, "env.sim.contact.kapa=3"], "unknown config key"),
                         (["--task", TASK, "agent.max_iterations=ten"], "expected an integer")):
@@ -112,7 +103,7 @@ def test_cli_errors_are_clear(capsys, tmp_path):
 
 @pytest.mark.parametrize("algo", ["shac", "ppo"])
 def test_train_resume_play_export(tmp_path, algo):
-    train, play = _script("train"), _script("play")
+    train, play = load_script("train"), load_script("play")
     common = ["--task", TASK, "--algo", algo, "--num_envs", "8", "--log_root", str(tmp_path), "agent.num_steps_per_env=4",
               "agent.save_interval=1"]
     run = train.main([*common, "--max_iterations", "2", "--run_name", "first"])
@@ -141,7 +132,7 @@ def test_train_resume_play_export(tmp_path, algo):
 def test_a_seed_gives_the_same_run(tmp_path):
     """``--seed`` seeds the network initialisation and the exploration noise (Isaac Lab's train scripts seed torch
     with the agent's seed): two runs of one seed end with the same weights, another seed with others."""
-    train = _script("train")
+    train = load_script("train")
 
     def actor(seed, name):
         run = train.main(["--task", TASK, "--algo", "shac", "--num_envs", "4", "--log_root", str(tmp_path),
@@ -160,7 +151,7 @@ def test_a_seed_gives_the_same_run(tmp_path):
 def test_play_reports_the_forward_speed_of_a_task_without_commands(tmp_path, capsys):
     """DiffLoco-Quadruped-Forward has no velocity commands: play prints its metrics (forward speed, m/s, the base's
     world-x velocity averaged over every env step) and how the episodes ended."""
-    train, play = _script("train"), _script("play")
+    train, play = load_script("train"), load_script("play")
     task = "DiffLoco-Quadruped-Forward"
     train.main(["--task", task, "--algo", "shac", "--num_envs", "4", "--log_root", str(tmp_path),
                 "agent.num_steps_per_env=4", "--max_iterations", "1", "--run_name", "q"])
@@ -182,7 +173,7 @@ def test_compare_learners_measures_checkpoints_closed_loop(tmp_path):
     random-command scenario, with samples and minutes that grow with the checkpoint's iteration."""
     import json
 
-    train, compare = _script("train"), _script("compare_learners")
+    train, compare = load_script("train"), load_script("compare_learners")
     common = ["--task", TASK, "--algo", "shac", "--num_envs", "4", "--log_root", str(tmp_path),
               "agent.num_steps_per_env=4", "agent.save_interval=1", "--max_iterations", "2"]
     runs = [train.main([*common, "--run_name", name, "--seed", seed]) for name, seed in (("a", "1"), ("b", "2"))]
@@ -205,7 +196,7 @@ def test_compare_learners_measures_checkpoints_closed_loop(tmp_path):
 
 
 def test_list_envs_prints_every_task(capsys):
-    _script("list_envs").main()
+    load_script("list_envs").main()
     out = capsys.readouterr().out
     assert all(task_id in out for task_id in TASKS)
 
@@ -300,7 +291,7 @@ def test_horizon_gradient_check_agrees_with_differences_over_a_short_horizon(tmp
     runner = make_runner(registry.make_env(TASK, env_cfg), registry.load_agent_cfg(TASK, "shac"), log_dir=None)
     path = str(tmp_path / "model_0.pt")
     runner.save(path)
-    check = _script("horizon_gradient_check")
+    check = load_script("horizon_gradient_check")
     result = check.main(["--checkpoint", path, "--horizon", "2", "--num_envs", "2", "--warmup", "3", "--dtype",
                          "float64", "--no_clip", "--directions", "2", "--eps", "1e-6"])
     for bptt, (fd,) in zip(result["bptt"], result["fd"]):

@@ -4,19 +4,13 @@ ships the average of its checkpoints' actors. About 3 min: the job's only test, 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-from pathlib import Path
-
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+from ..script_modules import load_script
 
 
 def _main_job():
-    spec = importlib.util.spec_from_file_location("main_job", SCRIPTS / "main_job.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("main_job")
 
 
 def test_main_job_trains_ships_validates_and_reruns_from_its_run(tmp_path):

@@ -3,20 +3,15 @@ benchmark to report, not for tests to assert; at a few envs the two rollouts tak
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 from diffloco_ext.assets import get_robot
 from diffloco_ext.sim import Simulator, build_model
-
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "benchmark_sim.py"
+from ..script_modules import load_script
 
 
 def test_paired_gradient_ratios_give_one_finite_ratio_per_round():
-    spec = importlib.util.spec_from_file_location("benchmark_sim", SCRIPT)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_script("benchmark_sim")
     sim = Simulator(build_model(get_robot("anymal_d"), 8), dt=0.005, contact="smoothed")
     ratios = bench.paired_gradient_ratios(sim, steps=4, rounds=3)
     assert len(ratios) == 3 and all(math.isfinite(r) and r > 0.0 for r in ratios), ratios

@@ -3,15 +3,13 @@ the lowest planar error) chosen; the selection's own episodes (seeds) are settab
 
 from __future__ import annotations
 
-import importlib.util
-import os
 
 import pytest
 
 from diffloco_ext.validation.checkpoint_selection import measure_checkpoints, run_checkpoints, select_checkpoint
+from ..script_modules import load_script
 
 TASK = "DiffLoco-Velocity-Flat-AnymalD"
-SCRIPTS = os.path.join(os.path.dirname(__file__), "..", "..", "scripts")
 
 
 def test_select_prefers_fewer_falls_then_lower_tracking_error():
@@ -53,9 +51,7 @@ def test_run_checkpoints_lists_model_files_by_iteration(tmp_path):
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    spec = importlib.util.spec_from_file_location("train", os.path.join(SCRIPTS, "train.py"))
-    train = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(train)
+    train = load_script("train")
     root = tmp_path_factory.mktemp("runs")
     return train.main(["--task", TASK, "--algo", "shac", "--num_envs", "4", "--log_root", str(root),
                        "agent.num_steps_per_env=4", "agent.save_interval=1", "--max_iterations", "2"])

@@ -3,24 +3,18 @@ MuJoCo, the table and figure from their reports, and bad arguments."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
+from ..script_modules import load_script
 from .policies import RandomPolicy, StandingPolicy, save_torchscript
 from .scenario_files import write_config
-
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "cross_validate.py"
 
 
 @pytest.fixture(scope="module")
 def cross():
-    spec = importlib.util.spec_from_file_location("cross_validate", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("cross_validate")
 
 
 def test_a_standing_and_a_shaking_policy_side_by_side(cross, tmp_path):

@@ -2,26 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from ..script_modules import load_script
 from .policies import StandingPolicy, save_torchscript
 from .scenario_files import write_config
-
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "joint_speed_peaks.py"
 
 
 @pytest.fixture(scope="module")
 def peaks():
-    spec = importlib.util.spec_from_file_location("joint_speed_peaks", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("joint_speed_peaks")
 
 
 def test_samples_above_the_no_load_speed_are_counted_by_joint_type_and_phase(peaks):

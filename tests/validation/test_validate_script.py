@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-from pathlib import Path
 
 import pytest
 
 from diffloco_ext.validation import backend_registry
 from diffloco_ext.validation.backend_registry import BackendSpec
 
+from ..script_modules import load_script
 from .policies import StandingPolicy, WrongInputPolicy, ZeroPolicy, save_onnx, save_torchscript
 from .scenario_files import write_config
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "validate.py"
 TASK = "DiffLoco-Velocity-Flat-AnymalD"
 STEP = {"name": "vx_step", "episodes": 1, "seeds": [0, 1], "initial_yaw": 0.0, "plot": True,
         "commands": {"schedule": [[1.0, 0.0, 0.0, 0.0], [1.5, 1.0, 0.0, 0.0]]}}
@@ -25,10 +23,7 @@ STAND = {"name": "stand", "episodes": 2, "seeds": [0], "duration_s": 2.0, "comma
 
 @pytest.fixture(scope="module")
 def validate():
-    spec = importlib.util.spec_from_file_location("validate_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.main
+    return load_script("validate").main
 
 
 def test_a_failing_policy_exits_1_with_the_report(validate, tmp_path, capsys):
