@@ -7,8 +7,8 @@ Isaac Lab) each validated in the same backends on the same scenarios, side by si
         --backend hard mujoco isaaclab-physx isaaclab-newton \
         --scenarios config/validation/anymal_d_random100.yaml --only random_commands --out /tmp/cross
 
-Each policy is validated by ``scripts/validate.py`` (one process per policy, its report in ``<out>/<label>/``; a
-report already there is reused with ``--reuse``): an exported TorchScript/ONNX file goes to ``--policy``, an rsl_rl
+Each policy is validated by ``scripts/validate.py`` (one process per policy, ``--jobs`` of them at a time, its report
+in ``<out>/<label>/``; a report already there is reused with ``--reuse``): an exported TorchScript/ONNX file goes to ``--policy``, an rsl_rl
 checkpoint (``model_*.pt``) to ``--checkpoint``. The table (``<out>/cross_validation.md`` and ``.json``) lists per
 scenario, policy and backend the planar and yaw tracking errors and the fall rate, and per policy the transfer gap: the largest difference of a validator's planar error from the one in the
 simulator the policy was trained in (``--trained_in``; without it the spread over the backends). The figure
@@ -54,6 +54,47 @@ def validate_command(args, path: str, out: str) -> list[str]:
     if args.only:
         cmd += ["--only", *args.only]
     return cmd
+
+
+def run_validations(args, policies: dict[str, str]) -> None:
+    """validate.py for every policy without a report to reuse, up to ``args.jobs`` processes at a time (with more
+    than one, each process's output goes to ``<out>/<label>/validate.log``). A validation that exits with neither
+    PASS (0) nor FAIL (1), or writes no report, stops the script."""
+    pending = []
+    for label, path in policies.items():
+        summary_path = os.path.join(args.out, label, "summary.json")
+        if args.reuse and os.path.isfile(summary_path):
+            continue
+        if os.path.isfile(summary_path):
+            os.remove(summary_path)  # a stale report must not stand in for a validation that fails to write one
+        pending.append((label, path))
+    running: list[tuple[str, subprocess.Popen, object]] = []
+    failed = []
+
+    def wait_one() -> None:
+        label, proc, log = running.pop(0)
+        rc = proc.wait()
+        if log is not None:
+            log.close()
+        print(f"[cross_validate] {label}: validation exit {rc}", flush=True)
+        if rc not in (0, 1) or not os.path.isfile(os.path.join(args.out, label, "summary.json")):
+            failed.append((label, rc))
+
+    for label, path in pending:
+        while len(running) >= args.jobs:
+            wait_one()
+        out = os.path.join(args.out, label)
+        os.makedirs(out, exist_ok=True)
+        print(f"[cross_validate] {label}: {path} in {', '.join(args.backend)}", flush=True)
+        log = open(os.path.join(out, "validate.log"), "w") if args.jobs > 1 else None
+        running.append((label, subprocess.Popen(validate_command(args, path, out), stdout=log,
+                                                stderr=subprocess.STDOUT if log else None), log))
+    while running:
+        wait_one()
+    if failed:
+        where = " (its output: <out>/<label>/validate.log)" if args.jobs > 1 else " (its output above)"
+        raise SystemExit(f"cross_validate: the validation of {', '.join(f'{l!r} (exit {rc})' for l, rc in failed)} "
+                         f"failed{where}")
 
 
 def backend_measures(summary: dict, backend: str) -> dict[str, dict[str, float]]:
@@ -127,6 +168,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--only", nargs="+", default=None)
     parser.add_argument("--out", required=True)
     parser.add_argument("--reuse", action="store_true", help="reuse a policy's report already in <out>/<label>")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="policies validated at once, one process each (2 on a 2-core machine: Newton's "
+                             "backend runs on one core)")
     args = parser.parse_args(argv)
     policies = parse_pairs(args.policy, "--policy")
     trained_in = parse_pairs(args.trained_in, "--trained_in")
@@ -136,17 +180,13 @@ def main(argv: list[str] | None = None) -> dict:
     for label, path in policies.items():
         if not os.path.exists(path):
             raise SystemExit(f"cross_validate: policy '{label}': no file {path}")
+    if args.jobs < 1:
+        raise SystemExit("cross_validate: --jobs must be at least 1")
     os.makedirs(args.out, exist_ok=True)
+    run_validations(args, policies)
     table: dict[str, dict[str, dict[str, float]]] = {}
-    for label, path in policies.items():
-        out = os.path.join(args.out, label)
-        summary_path = os.path.join(out, "summary.json")
-        if not (args.reuse and os.path.isfile(summary_path)):
-            print(f"[cross_validate] {label}: {path} in {', '.join(args.backend)}", flush=True)
-            rc = subprocess.run(validate_command(args, path, out)).returncode
-            if rc not in (0, 1) or not os.path.isfile(summary_path):
-                raise SystemExit(f"cross_validate: the validation of '{label}' failed (exit {rc}); see above")
-        with open(summary_path) as f:
+    for label in policies:
+        with open(os.path.join(args.out, label, "summary.json")) as f:
             summary = json.load(f)
         per_backend = {b: backend_measures(summary, b) for b in args.backend}
         scenarios = next(iter(per_backend.values())).keys()

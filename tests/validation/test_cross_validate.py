@@ -24,7 +24,9 @@ def test_a_standing_and_a_shaking_policy_side_by_side(cross, tmp_path):
                                          "commands": {"schedule": [[1.5, 0, 0, 0]]}}])
     out = tmp_path / "cross"
     result = cross.main(["--policy", f"stand={stand}", f"shake={shake}", "--trained_in", "stand=hard",
-                         "--backend", "hard", "mujoco", "--scenarios", str(scenarios), "--out", str(out)])
+                         "--backend", "hard", "mujoco", "--scenarios", str(scenarios), "--out", str(out),
+                         "--jobs", "2"])
+    assert (out / "stand" / "validate.log").stat().st_size > 0  # two processes at once: each writes its own log
     table = result["table"]
     assert set(table) == {"stand", "shake"} and set(table["stand"]) == {"stand"}
     for backend in ("hard", "mujoco"):
@@ -48,6 +50,20 @@ def test_a_standing_and_a_shaking_policy_side_by_side(cross, tmp_path):
     assert again["table"] == table
 
 
+def test_a_validation_that_crashes_stops_the_script_and_no_stale_report_is_read(cross, tmp_path):
+    """A policy validate.py cannot run (wrong input size: exit 2) is an error naming it, even with an old report of
+    the same label in the folder."""
+    from .policies import WrongInputPolicy
+
+    wrong = save_torchscript(WrongInputPolicy(), tmp_path / "wrong.pt")
+    stale = tmp_path / "cross" / "wrong" / "summary.json"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("{}")
+    with pytest.raises(SystemExit, match="validation of 'wrong' \\(exit 2\\) failed"):
+        cross.main(["--policy", f"wrong={wrong}", "--backend", "hard", "--out", str(tmp_path / "cross")])
+    assert not stale.exists()
+
+
 def test_bad_arguments_are_clear_errors(cross, tmp_path):
     stand = save_torchscript(StandingPolicy(), tmp_path / "stand.pt")
     with pytest.raises(SystemExit, match="not LABEL=VALUE"):
@@ -58,3 +74,5 @@ def test_bad_arguments_are_clear_errors(cross, tmp_path):
         cross.main(["--policy", f"a={tmp_path / 'missing.pt'}", "--out", str(tmp_path / "o")])
     with pytest.raises(SystemExit, match="policies not given"):
         cross.main(["--policy", f"a={stand}", "--trained_in", "b=hard", "--out", str(tmp_path / "o")])
+    with pytest.raises(SystemExit, match="--jobs must be at least 1"):
+        cross.main(["--policy", f"a={stand}", "--jobs", "0", "--out", str(tmp_path / "o")])
