@@ -13,7 +13,7 @@ same training noise, 12 actions in Isaac Lab's joint order (``target = default +
 | undesired_contact (-1.0 per cm of thigh/shank penetration) | ``undesired_contacts``: count of thighs and shanks with contact force > 1 N (penetration is not observable in PhysX/Newton) |
 | joint_pos_limits (-10), termination (-50), base_height (-50, 0.55 m), alive (1.0) | ``joint_pos_limits`` (soft factor 0.95), ``is_terminated``, ``base_height_l2``, ``is_alive`` |
 | excess_tilt, excess_ang_vel_xy, excess_lin_vel_xy_error (hinge penalties) | :mod:`.mdp`'s terms of the same names (the project's functions) |
-| foot_slip, excess_joint_vel, torque_saturation, action_smoothness (gait terms) | :mod:`.mdp`'s terms of the same names (the project's functions; torque_saturation on the actuators' computed and applied efforts, at the last substep); ``after_curriculum`` is a training choice of the differentiable task (no command curriculum here) |
+| foot_slip, excess_joint_vel, torque_saturation, action_smoothness, foot_touchdown (gait terms) | :mod:`.mdp`'s terms of the same names (the project's functions; torque_saturation on the actuators' computed and applied efforts, at the last substep); ``after_curriculum`` is a training choice of the differentiable task (no command curriculum here) |
 
 Randomisation at every reset, as the project's: foot and body friction U(0.4, 1.2) (Isaac Lab samples static and
 dynamic friction apart, made consistent; the ground's material has the range's lower bound and both combine by
@@ -201,6 +201,10 @@ def rewards_cfg(r: task_cfg.RewardsCfg, foot: task_cfg.FootHeightReferenceCfg, f
         torque_saturation = RewTerm(func=diffloco_mdp.torque_saturation, weight=r.torque_saturation,
                                     params={"effort_limit": effort_limit})
         action_smoothness = RewTerm(func=diffloco_mdp.action_smoothness, weight=r.action_smoothness)
+        foot_touchdown = RewTerm(
+            func=diffloco_mdp.foot_touchdown, weight=r.foot_touchdown,
+            params={"asset_cfg": SceneEntityCfg("robot", body_names=".*_FOOT", preserve_order=True),
+                    "foot_radius": foot_radius, "height": r.foot_touchdown_height, "width": r.foot_touchdown_width})
 
     return RewardsCfg()
 

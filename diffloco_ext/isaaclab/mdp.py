@@ -25,6 +25,7 @@ from diffloco_ext.tasks.velocity.env_cfg import FootHeightReferenceCfg
 from diffloco_ext.tasks.velocity.rewards import excess_ang_vel_xy_l2, excess_joint_vel_l2, excess_lin_vel_xy_error_l2
 from diffloco_ext.tasks.velocity.rewards import action_smoothness_l2, excess_tilt_l2
 from diffloco_ext.tasks.velocity.rewards import foot_slip as foot_slip_speed
+from diffloco_ext.tasks.velocity.rewards import foot_touchdown as foot_touchdown_speed
 from diffloco_ext.tasks.velocity.rewards import foot_height_reference as reference_heights
 from diffloco_ext.tasks.velocity.rewards import foot_height_tracking_exp
 
@@ -85,6 +86,16 @@ def foot_slip(env, asset_cfg: SceneEntityCfg, foot_radius: float, height: float,
     foot_z = asset.data.body_link_pos_w.torch[:, asset_cfg.body_ids, 2]
     foot_height = foot_z - foot_radius - env.scene.env_origins[:, 2:3]
     return foot_slip_speed(foot_height, asset.data.body_link_lin_vel_w.torch[:, asset_cfg.body_ids], height, width)
+
+
+def foot_touchdown(env, asset_cfg: SceneEntityCfg, foot_radius: float, height: float, width: float) -> torch.Tensor:
+    """``sum_f sigmoid((height - h_f) / width) max(0, -v_f,z)^2`` [N] (m²/s²): the feet's downward link speed (world)
+    near the env's ground, ``h_f`` the sphere bottom's height (m), as the project's ``foot_touchdown``."""
+    asset = env.scene[asset_cfg.name]
+    foot_z = asset.data.body_link_pos_w.torch[:, asset_cfg.body_ids, 2]
+    foot_height = foot_z - foot_radius - env.scene.env_origins[:, 2:3]
+    return foot_touchdown_speed(foot_height, asset.data.body_link_lin_vel_w.torch[:, asset_cfg.body_ids], height,
+                                width)
 
 
 def excess_joint_vel(env, limit: float, asset_cfg: SceneEntityCfg = SceneEntityCfg("robot")) -> torch.Tensor:

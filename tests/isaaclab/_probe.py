@@ -79,6 +79,9 @@ def probe_env(engine: str) -> dict:
     out["excess_terms"]["foot_slip"] = diffloco_mdp.foot_slip(env, feet, 0.03, 10.0, 1e-3).double().tolist()
     out["excess_expected"]["foot_slip"] = data.body_link_lin_vel_w.torch[:, feet.body_ids, :2].double().norm(
         dim=-1).sum(1).tolist()
+    out["excess_terms"]["foot_touchdown"] = diffloco_mdp.foot_touchdown(env, feet, 0.03, 10.0, 1e-3).double().tolist()
+    out["excess_expected"]["foot_touchdown"] = torch.relu(-data.body_link_lin_vel_w.torch[:, feet.body_ids, 2]).double(
+        ).square().sum(1).tolist()
     # a known joint state, by name: the observation's joint block must list it in the policy's order
     values = {name: 0.05 * (i + 1) for i, name in enumerate(sorted(robot.joint_names))}
     position = torch.tensor([[values[n] for n in robot.joint_names]] * 4, dtype=torch.float32)

@@ -175,6 +175,14 @@ def test_gait_terms_on_hand_made_states():
     assert torch.autograd.gradcheck(lambda a, b: R.foot_slip(a, b, 0.01, 0.0025), (hh, vv))
     x = torch.tensor([[6.3, -7.1, 2.0, 9.4]], dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(lambda t: R.excess_joint_vel_l2(t, 6.0), (x,))
+    # touchdown: only downward speed counts, weighted 1/2 at the band's height and ~0 far above it
+    down = R.foot_touchdown(torch.tensor([[0.03, 0.0, 0.03, 0.5]], dtype=torch.float64),
+                            torch.tensor([[[5.0, 0.0, -0.4], [0.0, 0.0, 0.3], [0.0, 0.0, -1.0], [0.0, 0.0, -2.0]]],
+                                         dtype=torch.float64), 0.03, 0.01)
+    assert down.item() == pytest.approx(0.5 * 0.16 + 0.5 * 1.0 + 4.0 * sig(-47.0), rel=1e-9)
+    falling = torch.tensor([[[0.3, -0.2, -0.6], [1.1, 0.5, -0.1], [-0.4, 0.9, 0.2], [0.7, 0.0, -1.3]]],
+                           dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, b: R.foot_touchdown(a, b, 0.03, 0.01), (hh, falling))
     # action smoothness: zero on a ramp (constant rate), 4 per joint on a +1/-1 alternation
     ramp = [torch.tensor([[0.1 * k, -0.2 * k]], dtype=torch.float64) for k in (3, 2, 1)]
     assert R.action_smoothness_l2(*ramp).item() == pytest.approx(0.0, abs=1e-15)

@@ -28,7 +28,7 @@ from .observations import POLICY_TERMS, policy_observation
 REWARD_TERMS = ("track_lin_vel_xy", "track_ang_vel_z", "lin_vel_z", "ang_vel_xy", "flat_orientation", "joint_torques",
                 "joint_acc", "action_rate", "foot_height_reference", "undesired_contact", "joint_pos_limits",
                 "base_height", "alive", "excess_tilt", "excess_ang_vel_xy", "excess_lin_vel_xy_error", "foot_slip",
-                "excess_joint_vel", "torque_saturation", "action_smoothness")
+                "excess_joint_vel", "torque_saturation", "action_smoothness", "foot_touchdown")
 
 #: Foot phase offsets of the trot reference by leg (diagonal pairs LF+RH and RF+LH).
 TROT_PHASE = {"LF": 0.0, "RH": 0.0, "RF": math.pi, "LH": math.pi}
@@ -142,6 +142,8 @@ class VelocityEnv(LocomotionEnv):
             "torque_saturation": (c.torque_saturation, self._torque_saturation(before)),
             "action_smoothness": (c.action_smoothness, R.action_smoothness_l2(self.actions, self.previous_actions,
                                                                              self.actions_before_previous)),
+            "foot_touchdown": (c.foot_touchdown, R.foot_touchdown(self.foot_height, out.foot_vel,
+                                                                 c.foot_touchdown_height, c.foot_touchdown_width)),
         }
         if c.after_curriculum and self.commands.progress < 1.0:
             terms.update({k: (0.0, terms[k][1]) for k in c.after_curriculum})

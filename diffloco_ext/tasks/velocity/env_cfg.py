@@ -153,6 +153,8 @@ class RewardsCfg:
     * ``action_smoothness``: the squared second difference of the actions, ``a_t - 2 a_(t-1) + a_(t-2)``, which
       weighs chatter near the policy's Nyquist rate far above the gait's own frequencies (``action_rate`` weighs
       them alike within a factor of ~20). 0 by default here.
+    * ``foot_touchdown``: the feet's squared downward speed near the ground (the stance indicator's form, 1/2 at
+      ``foot_touchdown_height``): a soft-landing term for the knee-speed peaks at touchdown. 0 by default here.
 
     ``after_curriculum`` names terms that count only once the command curriculum has reached the full ranges
     (weight 0 before; at once without a curriculum): a training choice, so that a term shaping the gait does not
@@ -190,6 +192,9 @@ class RewardsCfg:
     excess_joint_vel_ratio: float = 0.8  # x the DC motor's no-load speed (ANYmal D: 7.5 rad/s)
     torque_saturation: float = 0.0
     action_smoothness: float = 0.0
+    foot_touchdown: float = 0.0
+    foot_touchdown_height: float = 0.03  # m: 1/2 here; a foot descending 0.5 m/s crosses the band within a policy step
+    foot_touchdown_width: float = 0.01  # m
     after_curriculum: tuple[str, ...] = ()
 
 

@@ -105,6 +105,16 @@ def foot_slip(foot_height: torch.Tensor, foot_vel: torch.Tensor, height: float, 
     return torch.sum(stance * speed, dim=1)
 
 
+def foot_touchdown(foot_height: torch.Tensor, foot_vel: torch.Tensor, height: float, width: float) -> torch.Tensor:
+    """``sum_f s(h_f) max(0, -v_f,z)^2`` (m²/s²): the squared downward speed of the feet (world, m/s) near the
+    ground, ``s(h) = sigmoid((height - h) / width)`` of the foot sphere bottom's height ``h`` (m) as in
+    :func:`foot_slip`, with a band wide enough (a few cm) that a landing foot is inside it at a policy step's end.
+    A soft-landing term: the knees' speed peaks come at touchdown (docs/validation.md), when a foot arriving fast is
+    stopped by the ground within one step. Its gradient slows a foot's descent as it nears the ground."""
+    near = torch.sigmoid((height - foot_height) / width)
+    return torch.sum(near * torch.square(torch.relu(-foot_vel[..., 2])), dim=1)
+
+
 def excess_joint_vel_l2(joint_vel: torch.Tensor, limit: float) -> torch.Tensor:
     """``sum_j max(0, |qd_j| - limit)^2`` (rad²/s²): joint speeds beyond ``limit`` rad/s (e.g. a fraction of the
     DC motor's no-load speed, beyond which the motor only brakes)."""
