@@ -9,7 +9,7 @@ Isaac Lab) each validated in the same backends on the same scenarios, side by si
 
 Each policy is validated by ``scripts/validate.py`` (one process per policy, ``--jobs`` of them at a time, its report
 in ``<out>/<label>/``; a report already there is reused with ``--reuse``): an exported TorchScript/ONNX file goes to ``--policy``, an rsl_rl
-checkpoint (``model_*.pt``) to ``--checkpoint``. The table (``<out>/cross_validation.md`` and ``.json``) lists per
+checkpoint (``model_*.pt``, ``average_*.pt``, told apart by content) to ``--checkpoint``. The table (``<out>/cross_validation.md`` and ``.json``) lists per
 scenario, policy and backend the planar and yaw tracking errors and the fall rate, and per policy the transfer gap: the largest difference of a validator's planar error from the one in the
 simulator the policy was trained in (``--trained_in``; without it the spread over the backends). The figure
 (``<out>/cross_validation.png``) shows the three measures as grouped bars, a row per scenario.
@@ -44,9 +44,23 @@ def parse_pairs(items: list[str] | None, what: str) -> dict[str, str]:
     return pairs
 
 
+def is_exported_policy(path: str) -> bool:
+    """An exported policy (ONNX, or a TorchScript archive: its zip holds the scripted ``code/``) rather than an rsl_rl
+    checkpoint (a ``torch.save`` archive of state dicts, whatever its name: ``model_*.pt``, the main job's
+    ``average_*.pt``)."""
+    import zipfile
+
+    if path.endswith(".onnx"):
+        return True
+    if os.path.isdir(path) or not zipfile.is_zipfile(path):
+        return False
+    with zipfile.ZipFile(path) as archive:
+        return any("/code/" in name for name in archive.namelist())
+
+
 def validate_command(args, path: str, out: str) -> list[str]:
-    """The validate.py command line for one policy (a checkpoint ``model_*.pt`` or an exported file)."""
-    source = "--checkpoint" if os.path.basename(path).startswith("model_") else "--policy"
+    """The validate.py command line for one policy (an exported file, or a checkpoint or run folder)."""
+    source = "--policy" if is_exported_policy(path) else "--checkpoint"
     cmd = [sys.executable, os.path.join(SCRIPTS, "validate.py"), "--task", args.task, source, path,
            "--backend", *args.backend, "--out", out, "--no_reference"]
     if args.scenarios:
@@ -161,7 +175,7 @@ def plot(table: dict, backends: list[str], path: str) -> None:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="DiffLoco-Velocity-Flat-AnymalD")
-    parser.add_argument("--policy", nargs="+", required=True, help="LABEL=PATH (exported file or model_*.pt)")
+    parser.add_argument("--policy", nargs="+", required=True, help="LABEL=PATH (exported .pt/.onnx file or rsl_rl checkpoint)")
     parser.add_argument("--trained_in", nargs="*", default=None, help="LABEL=BACKEND the policy was trained in")
     parser.add_argument("--backend", nargs="+", default=["hard", "mujoco"])
     parser.add_argument("--scenarios", default=None)

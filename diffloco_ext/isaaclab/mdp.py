@@ -78,24 +78,26 @@ def excess_lin_vel_xy_error(env, command_name: str, threshold: float,
                                       mdp.base_lin_vel(env, asset_cfg), threshold)
 
 
+def _feet_height_and_velocity(env, asset_cfg: SceneEntityCfg, foot_radius: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """The feet's sphere-bottom heights above the env's ground [N, F] (m) and link velocities [N, F, 3] (world, m/s;
+    the foot body's origin is its sphere's centre)."""
+    asset = env.scene[asset_cfg.name]
+    foot_z = asset.data.body_link_pos_w.torch[:, asset_cfg.body_ids, 2]
+    return (foot_z - foot_radius - env.scene.env_origins[:, 2:3],
+            asset.data.body_link_lin_vel_w.torch[:, asset_cfg.body_ids])
+
+
 def foot_slip(env, asset_cfg: SceneEntityCfg, foot_radius: float, height: float, width: float) -> torch.Tensor:
     """``sum_f sigmoid((height - h_f) / width) |v_f,xy|`` [N] (m/s): the feet's horizontal link velocity (world; the
     foot body's origin is its sphere's centre) weighted by a smooth stance indicator of the sphere bottom's height
     ``h_f`` above the env's ground (m)."""
-    asset = env.scene[asset_cfg.name]
-    foot_z = asset.data.body_link_pos_w.torch[:, asset_cfg.body_ids, 2]
-    foot_height = foot_z - foot_radius - env.scene.env_origins[:, 2:3]
-    return foot_slip_speed(foot_height, asset.data.body_link_lin_vel_w.torch[:, asset_cfg.body_ids], height, width)
+    return foot_slip_speed(*_feet_height_and_velocity(env, asset_cfg, foot_radius), height, width)
 
 
 def foot_touchdown(env, asset_cfg: SceneEntityCfg, foot_radius: float, height: float, width: float) -> torch.Tensor:
     """``sum_f sigmoid((height - h_f) / width) max(0, -v_f,z)^2`` [N] (m²/s²): the feet's downward link speed (world)
     near the env's ground, ``h_f`` the sphere bottom's height (m), as the project's ``foot_touchdown``."""
-    asset = env.scene[asset_cfg.name]
-    foot_z = asset.data.body_link_pos_w.torch[:, asset_cfg.body_ids, 2]
-    foot_height = foot_z - foot_radius - env.scene.env_origins[:, 2:3]
-    return foot_touchdown_speed(foot_height, asset.data.body_link_lin_vel_w.torch[:, asset_cfg.body_ids], height,
-                                width)
+    return foot_touchdown_speed(*_feet_height_and_velocity(env, asset_cfg, foot_radius), height, width)
 
 
 def excess_joint_vel(env, limit: float, asset_cfg: SceneEntityCfg = SceneEntityCfg("robot")) -> torch.Tensor:

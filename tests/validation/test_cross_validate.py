@@ -64,6 +64,17 @@ def test_a_validation_that_crashes_stops_the_script_and_no_stale_report_is_read(
     assert not stale.exists()
 
 
+def test_exported_files_and_checkpoints_are_told_apart_by_content(cross, tmp_path):
+    """The main job ships ``average_*.pt`` checkpoints: the name does not decide, the archive's content does."""
+    import torch
+
+    exported = save_torchscript(StandingPolicy(), tmp_path / "policy.pt")
+    checkpoint = tmp_path / "average_400-650.pt"
+    torch.save({"actor_state_dict": {"w": torch.zeros(2)}, "iter": 650}, checkpoint)
+    assert cross.is_exported_policy(exported) and cross.is_exported_policy(str(tmp_path / "policy.onnx"))
+    assert not cross.is_exported_policy(str(checkpoint))
+
+
 def test_bad_arguments_are_clear_errors(cross, tmp_path):
     stand = save_torchscript(StandingPolicy(), tmp_path / "stand.pt")
     with pytest.raises(SystemExit, match="not LABEL=VALUE"):
