@@ -13,7 +13,7 @@ same training noise, 12 actions in Isaac Lab's joint order (``target = default +
 | undesired_contact (-1.0 per cm of thigh/shank penetration) | ``undesired_contacts``: count of thighs and shanks with contact force > 1 N (penetration is not observable in PhysX/Newton) |
 | joint_pos_limits (-10), termination (-50), base_height (-50, 0.55 m), alive (1.0) | ``joint_pos_limits`` (soft factor 0.95), ``is_terminated``, ``base_height_l2``, ``is_alive`` |
 | excess_tilt, excess_ang_vel_xy, excess_lin_vel_xy_error (hinge penalties) | :mod:`.mdp`'s terms of the same names (the project's functions) |
-| foot_slip, excess_joint_vel, torque_saturation, action_smoothness, foot_touchdown (gait terms) | :mod:`.mdp`'s terms of the same names (the project's functions; torque_saturation on the actuators' computed and applied efforts, at the last substep); ``after_curriculum`` is a training choice of the differentiable task (no command curriculum here) |
+| foot_slip, excess_joint_vel, torque_saturation, action_smoothness, foot_touchdown (gait terms) | :mod:`.mdp`'s terms of the same names (the project's functions; torque_saturation on the actuators' computed and applied efforts, at the last substep); ``after_curriculum``: :mod:`.curriculum` turns them on when the command ranges are full |
 
 Randomisation at every reset, as the project's: foot and body friction U(0.4, 1.2) (Isaac Lab samples static and
 dynamic friction apart, made consistent; the ground's material has the range's lower bound and both combine by
@@ -21,6 +21,11 @@ dynamic friction apart, made consistent; the ground's material has the range's l
 inertia scaled alike, base centre of mass +-5 cm (x, y) / +-1 cm (z), PD gains x U(0.85, 1.15) (Isaac Lab per
 joint, the project one factor per env), pushes of +-0.5 m/s every 10-15 s. Resets: base at 0.65 m, +-0.5 m, yaw
 +-pi, every velocity component +-0.5, joints at the default pose x U(0.5, 1.5).
+
+The project's command curriculum (initial ranges widening to the full ones, then the final resampling period, the
+``after_curriculum`` reward terms and the pushes) is the curriculum term ``commands`` (:mod:`.curriculum`), on
+Isaac Lab's policy-step counter; the project's default task has none (the term keeps the full ranges). The main
+job's training settings as ``isaaclab`` overrides: ``config/isaaclab/main_job_overrides.txt``.
 
 Physics presets (``presets=NAME`` on the ``isaaclab`` command line): ``newton_mjwarp`` (default; MuJoCo-Warp,
 2 substeps, implicitfast, elliptic cones, impratio 100, as Isaac Lab's flat ANYmal-D task), ``physx`` (standalone
@@ -34,6 +39,7 @@ import isaaclab.sim as sim_utils
 from isaaclab.assets import AssetBaseCfg
 from isaaclab.envs import ManagerBasedRLEnvCfg
 from isaaclab.envs import mdp
+from isaaclab.managers import CurriculumTermCfg as CurrTerm
 from isaaclab.managers import EventTermCfg as EventTerm
 from isaaclab.managers import ObservationGroupCfg as ObsGroup
 from isaaclab.managers import ObservationTermCfg as ObsTerm
@@ -56,6 +62,7 @@ from diffloco_ext.assets import get_robot
 from diffloco_ext.tasks.velocity import env_cfg as task_cfg
 
 from . import mdp as diffloco_mdp
+from .curriculum import velocity_command_curriculum
 from .robot_cfg import robot_cfg
 from .usd_export import ground_usd_path
 from .warp_cpu import enable_cpu_pinned_fallback
@@ -133,14 +140,15 @@ def actions_cfg(joint_names, actions: task_cfg.ActionsCfg):
 
 
 def commands_cfg(c: task_cfg.CommandsCfg):
-    if c.has_curriculum:
-        raise ValueError("the command curriculum of the project's task has no Isaac Lab counterpart here; "
-                         "use curriculum_steps = 0")
+    if c.has_curriculum and c.curriculum_gate_lin_vel_error is not None:
+        raise ValueError("the command curriculum's performance gate (curriculum_gate_lin_vel_error) has no Isaac Lab "
+                         "counterpart here; use None (the curriculum then follows the step count, as Isaac Lab's clock)")
     if c.boundary_command_fraction > 0.0:
         raise ValueError("boundary_command_fraction (planar commands moved to the edge of their ranges) has no "
                          "counterpart in Isaac Lab's UniformVelocityCommand here; use 0")
-    # without a curriculum the project's task uses resampling_time_final (if set) from the start
-    period = c.resampling_time if c.resampling_time_final is None else c.resampling_time_final
+    # without a curriculum the project's task uses resampling_time_final (if set) from the start; with one,
+    # resampling_time until the ranges are full (curriculum_cfg's term switches it)
+    period = c.resampling_time if c.resampling_time_final is None or c.has_curriculum else c.resampling_time_final
 
     @configclass
     class CommandsCfg:
@@ -154,6 +162,25 @@ def commands_cfg(c: task_cfg.CommandsCfg):
         )
 
     return CommandsCfg()
+
+
+def curriculum_cfg(c: task_cfg.CommandsCfg, r: task_cfg.RewardsCfg, rand: task_cfg.RandomizationCfg):
+    """The project's command curriculum (:mod:`.curriculum`): always present, so that it can be set on the
+    ``isaaclab`` command line (``env.curriculum.commands.params.num_steps=...``); without one in the project's task
+    (``has_curriculum`` false) it keeps the full ranges and turns nothing off."""
+    pushes = rand.enable and rand.push_velocity_xy > 0
+
+    @configclass
+    class CurriculumCfg:
+        commands = CurrTerm(func=velocity_command_curriculum, params={
+            "command_name": "base_velocity", "num_steps": c.curriculum_steps if c.has_curriculum else 0,
+            "initial_scale": c.curriculum_initial_scale, "initial_lin_vel_x": c.curriculum_initial_lin_vel_x,
+            "initial_lin_vel_y": c.curriculum_initial_lin_vel_y, "initial_ang_vel_z": c.curriculum_initial_ang_vel_z,
+            "resampling_time": c.resampling_time, "resampling_time_final": c.resampling_time_final,
+            "after_curriculum": list(r.after_curriculum),
+            "push_term": "push_robot" if pushes and rand.pushes_after_curriculum else None})
+
+    return CurriculumCfg()
 
 
 def rewards_cfg(r: task_cfg.RewardsCfg, foot: task_cfg.FootHeightReferenceCfg, foot_radius: float,
@@ -250,7 +277,7 @@ def events_cfg(rand: task_cfg.RandomizationCfg, reset: task_cfg.ResetCfg):
             "velocity_range": {k: (-v, v) for k in ("x", "y", "z", "roll", "pitch", "yaw")}})
         reset_robot_joints = EventTerm(func=mdp.reset_joints_by_scale, mode="reset", params={
             "position_range": reset.joint_pos_scale, "velocity_range": (0.0, 0.0)})
-        # pushes_after_curriculum: the commands here have no curriculum (commands_cfg), so pushes start at once
+        # pushes_after_curriculum: curriculum_cfg's term holds this push at 0 m/s until the ranges are full
         push_robot = EventTerm(func=mdp.push_by_setting_velocity, mode="interval", interval_range_s=rand.push_interval,
                                params={"velocity_range": {"x": (-rand.push_velocity_xy, rand.push_velocity_xy),
                                                           "y": (-rand.push_velocity_xy, rand.push_velocity_xy)}}) \
@@ -272,6 +299,7 @@ class DiffLocoVelocityEnvCfg(ManagerBasedRLEnvCfg):
     rewards: object = None
     terminations: object = None
     events: object = None
+    curriculum: object = None
 
     def __post_init__(self):
         super().__post_init__()
@@ -301,6 +329,7 @@ class DiffLocoVelocityEnvCfg(ManagerBasedRLEnvCfg):
                                    robot.actuator.effort_limit)
         self.terminations = terminations_cfg(t.terminations)
         self.events = events_cfg(t.randomization, t.reset)
+        self.curriculum = curriculum_cfg(t.commands, t.rewards, t.randomization)
         self.viewer.eye = (3.0, 3.0, 1.5)
         self.viewer.origin_type = "asset_root"
         self.viewer.asset_name = "robot"

@@ -111,7 +111,46 @@ def probe_env(engine: str) -> dict:
     out["excess_terms"]["action_smoothness"] = (first + smooth(env).double()).tolist()
     out["excess_expected"]["action_smoothness"] = ((a1 - 2 * s_).square().sum(1)
                                                    + (a2 - 2 * a1 + s_).square().sum(1)).double().tolist()
+    out["curriculum"] = probe_curriculum(env)
     env.close()
+    return out
+
+
+def probe_curriculum(env) -> dict:
+    """The command curriculum term on the env's managers: forward commands 0.5-1.0 m/s widening to the full square
+    over 100 policy steps, foot_slip and the pushes off until then; what it sets at the clock's 0, 50, 100."""
+    from isaaclab.managers import CurriculumTermCfg
+
+    from diffloco_ext.isaaclab.curriculum import velocity_command_curriculum
+
+    command = env.command_manager.get_term("base_velocity").cfg
+    params = {"command_name": "base_velocity", "num_steps": 100, "initial_lin_vel_x": (0.5, 1.0),
+              "initial_lin_vel_y": (0.0, 0.0), "initial_ang_vel_z": (0.0, 0.0), "resampling_time": 10.0,
+              "resampling_time_final": 4.0, "after_curriculum": ["foot_slip"], "push_term": "push_robot"}
+    env.reward_manager.get_term_cfg("foot_slip").weight = -1.0
+    term = velocity_command_curriculum(CurriculumTermCfg(func=velocity_command_curriculum, params=params), env)
+    out = {"full_lin_vel_x": list(command.ranges.lin_vel_x)}
+    for step in (0, 50, 100):
+        env.common_step_counter = step
+        state = term(env, slice(None), **params)
+        out[str(step)] = {
+            "progress": state["progress"], "lin_vel_x": list(command.ranges.lin_vel_x),
+            "lin_vel_y": list(command.ranges.lin_vel_y), "ang_vel_z": list(command.ranges.ang_vel_z),
+            "resampling_time_range": list(command.resampling_time_range),
+            "foot_slip_weight": env.reward_manager.get_term_cfg("foot_slip").weight,
+            "push_x": list(env.event_manager.get_term_cfg("push_robot").params["velocity_range"]["x"])}
+    # the commands the env draws at the clock's 0 follow the initial ranges (a reset resamples every env)
+    env.common_step_counter = 0
+    term(env, slice(None), **params)
+    env.command_manager.reset(None)
+    env.command_manager.compute(dt=env.step_dt)
+    out["commands_at_0"] = env.command_manager.get_command("base_velocity").double().tolist()
+    try:
+        velocity_command_curriculum(CurriculumTermCfg(func=velocity_command_curriculum, params={
+            **params, "after_curriculum": ["no_such_term"]}), env)
+        out["unknown_term_error"] = ""
+    except ValueError as e:
+        out["unknown_term_error"] = str(e)
     return out
 
 

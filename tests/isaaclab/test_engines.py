@@ -69,6 +69,27 @@ def test_env_builds_resets_and_steps(probe, engine):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_command_curriculum_term_sets_ranges_weights_and_pushes(probe, engine):
+    """The project's command curriculum on Isaac Lab's managers: initial ranges at the clock's 0, halfway at 50,
+    the full ranges with the final period, the after-curriculum term's weight and the pushes at 100."""
+    c = probe(engine)["curriculum"]
+    full = c["full_lin_vel_x"]
+    start, half, end = c["0"], c["50"], c["100"]
+    assert start["progress"] == 0.0 and half["progress"] == 0.5 and end["progress"] == 1.0
+    assert start["lin_vel_x"] == [0.5, 1.0] and start["lin_vel_y"] == [0.0, 0.0] and start["ang_vel_z"] == [0, 0]
+    np.testing.assert_allclose(half["lin_vel_x"], [(0.5 + full[0]) / 2, (1.0 + full[1]) / 2])
+    assert end["lin_vel_x"] == full and end["ang_vel_z"] == [-1.0, 1.0]
+    assert start["resampling_time_range"] == [10.0, 10.0] and end["resampling_time_range"] == [4.0, 4.0]
+    assert start["foot_slip_weight"] == 0.0 and half["foot_slip_weight"] == 0.0 and end["foot_slip_weight"] == -1.0
+    assert start["push_x"] == [0.0, 0.0] and end["push_x"] == [-0.5, 0.5]
+    commands = np.asarray(c["commands_at_0"])  # drawn from the initial ranges (standing envs: zero)
+    moving = np.abs(commands).sum(1) > 0
+    assert moving.any() and np.all((commands[moving, 0] >= 0.5) & (commands[moving, 0] <= 1.0))
+    assert np.all(commands[:, 1:] == 0.0)
+    assert "no_such_term" in c["unknown_term_error"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_observed_joint_positions_are_in_the_policy_order(probe, engine):
     """A joint state written by name shows in the observation's joint block (obs 12:24, minus the default pose)
     in Isaac Lab's order."""

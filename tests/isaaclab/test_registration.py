@@ -80,13 +80,25 @@ def test_env_cfg_values_come_from_the_project_task(tmp_path, monkeypatch):
 
 
 def test_project_command_options_without_an_isaaclab_counterpart_are_clear_errors():
-    """The project's command curriculum and boundary commands have no counterpart in Isaac Lab's
-    ``UniformVelocityCommand``: mapping a task that uses them is an error, not a silently different task."""
-    from diffloco_ext.isaaclab.env_cfg import commands_cfg
-    from diffloco_ext.tasks.velocity.env_cfg import CommandsCfg
+    """The project's boundary commands and the curriculum's performance gate have no counterpart in Isaac Lab's
+    ``UniformVelocityCommand`` and step counter: mapping a task that uses them is an error, not a silently different
+    task. The curriculum itself maps (``curriculum_cfg``)."""
+    from diffloco_ext.isaaclab.env_cfg import commands_cfg, curriculum_cfg
+    from diffloco_ext.tasks.velocity.env_cfg import CommandsCfg, RandomizationCfg, RewardsCfg
 
     with pytest.raises(ValueError, match="boundary_command_fraction"):
         commands_cfg(CommandsCfg(boundary_command_fraction=0.5))
-    with pytest.raises(ValueError, match="curriculum"):
-        commands_cfg(CommandsCfg(curriculum_steps=10, curriculum_initial_scale=0.5))
+    with pytest.raises(ValueError, match="curriculum_gate_lin_vel_error"):
+        commands_cfg(CommandsCfg(curriculum_steps=10, curriculum_initial_scale=0.5, curriculum_gate_lin_vel_error=0.3))
     assert commands_cfg(CommandsCfg()).base_velocity.resampling_time_range == (10.0, 10.0)
+    # without a curriculum the final period holds from the start; with one, the initial period (the term switches)
+    assert commands_cfg(CommandsCfg(resampling_time_final=4.0)).base_velocity.resampling_time_range == (4.0, 4.0)
+    c = CommandsCfg(curriculum_steps=10, curriculum_initial_lin_vel_x=(0.5, 1.0), resampling_time_final=4.0)
+    assert commands_cfg(c).base_velocity.resampling_time_range == (10.0, 10.0)
+    r, rand = RewardsCfg(after_curriculum=("foot_slip",)), RandomizationCfg(pushes_after_curriculum=True)
+    params = curriculum_cfg(c, r, rand).commands.params
+    assert params["num_steps"] == 10 and params["initial_lin_vel_x"] == (0.5, 1.0)
+    assert params["resampling_time_final"] == 4.0 and params["after_curriculum"] == ["foot_slip"]
+    assert params["push_term"] == "push_robot"
+    off = curriculum_cfg(CommandsCfg(curriculum_steps=10), RewardsCfg(), RandomizationCfg()).commands.params
+    assert off["num_steps"] == 0 and off["push_term"] is None  # no initial range differs: no curriculum

@@ -1,0 +1,122 @@
+"""The project's command curriculum as an Isaac Lab curriculum term (:class:`velocity_command_curriculum`).
+
+The differentiable task's curriculum (:class:`diffloco_ext.tasks.velocity.env_cfg.CommandsCfg`,
+:class:`diffloco_ext.tasks.velocity.commands.VelocityCommand`) widens the command ranges linearly from initial
+ranges to the full ones over ``curriculum_steps`` policy steps of each env; once they are full it switches the
+resampling period to ``resampling_time_final``, turns on the reward terms named in ``after_curriculum`` (weight 0
+before) and, with ``pushes_after_curriculum``, the pushes. This term does the same on Isaac Lab's managers, with
+Isaac Lab's ``common_step_counter`` (policy steps, all envs step together) as the clock:
+
+* the ``UniformVelocityCommand``'s ``cfg.ranges`` (``lin_vel_x``, ``lin_vel_y``, ``ang_vel_z``: the draws at each
+  resample and the heading controller's yaw-rate clip, as the project's ``current_range``), and its
+  ``cfg.resampling_time_range``;
+* the reward manager's weights of the ``after_curriculum`` terms (0, then the configured weight);
+* the push event's ``velocity_range`` (0, then the configured range).
+
+Isaac Lab computes curriculum terms when envs reset (``ManagerBasedRLEnv._reset_idx``), so the ranges follow the
+clock at every reset, i.e. every few steps once episodes end at different times, as the project's resample.
+The performance gate (``curriculum_gate_lin_vel_error``) and the boundary commands have no counterpart here
+(:func:`diffloco_ext.isaaclab.env_cfg.commands_cfg` refuses them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from isaaclab.managers import CurriculumTermCfg, ManagerTermBase
+
+COMMANDS = ("lin_vel_x", "lin_vel_y", "ang_vel_z")
+
+
+def curriculum_progress(step: int, num_steps: int, has_curriculum: bool) -> float:
+    """The curriculum's progress in [0, 1] after ``step`` policy steps (1 when it is off), as the project's
+    ``VelocityCommand.progress``."""
+    if not has_curriculum:
+        return 1.0
+    return min(1.0, step / num_steps)
+
+
+def interpolated_range(initial: Sequence[float], full: Sequence[float], progress: float) -> tuple[float, float]:
+    """``initial + (full - initial) * progress`` per bound; the full range itself at progress 1."""
+    if progress >= 1.0:
+        return tuple(full)
+    return tuple(float(i) + (float(f) - float(i)) * progress for i, f in zip(initial, full))
+
+
+class velocity_command_curriculum(ManagerTermBase):
+    """Curriculum term (``CurriculumTermCfg(func=velocity_command_curriculum, params=...)``); see the module
+    docstring. Returns ``{"progress": p}`` (logged by Isaac Lab as ``Curriculum/<term>/progress``).
+
+    Params (the project's ``CommandsCfg`` / ``RewardsCfg`` / ``RandomizationCfg`` fields they carry):
+
+    * ``command_name``: the velocity command term;
+    * ``num_steps`` (``curriculum_steps``, policy steps), ``initial_scale`` (``curriculum_initial_scale``),
+      ``initial_lin_vel_x`` / ``initial_lin_vel_y`` / ``initial_ang_vel_z`` (``curriculum_initial_*``: m/s, rad/s;
+      None: ``initial_scale`` x the full range). The curriculum is on when ``num_steps > 0`` and some initial
+      range differs from the full one (the project's ``has_curriculum``); the full ranges are the command's.
+    * ``resampling_time`` / ``resampling_time_final`` (s; final None: ``resampling_time`` throughout);
+    * ``after_curriculum``: reward terms at weight 0 until the ranges are full (their configured weights after);
+    * ``push_term``: an event term whose ``velocity_range`` is held at 0 until then (None: pushes from the start).
+    """
+
+    def __init__(self, cfg: CurriculumTermCfg, env):
+        super().__init__(cfg, env)
+        p = cfg.params
+        self._command_cfg = env.command_manager.get_term(p["command_name"]).cfg
+        self._full = {name: tuple(getattr(self._command_cfg.ranges, name)) for name in COMMANDS}
+        num_steps = int(p.get("num_steps", 0))
+        scale = float(p.get("initial_scale", 1.0))
+        if num_steps < 0 or not 0.0 <= scale <= 1.0:
+            raise ValueError(f"velocity_command_curriculum: num_steps must be >= 0 and initial_scale in [0, 1], got "
+                             f"{num_steps} and {scale}")
+        self._initial = {}
+        for name in COMMANDS:
+            given = p.get(f"initial_{name}")
+            full = self._full[name]
+            self._initial[name] = (full[0] * scale, full[1] * scale) if given is None else tuple(map(float, given))
+            if len(self._initial[name]) != 2 or self._initial[name][0] > self._initial[name][1]:
+                raise ValueError(f"velocity_command_curriculum: initial_{name} must be (low, high) with low <= high, "
+                                 f"got {given!r}")
+        given = [p.get(f"initial_{name}") for name in COMMANDS]
+        self._has_curriculum = num_steps > 0 and (scale < 1.0 or any(g is not None for g in given))
+        self._num_steps = num_steps
+        known = set(env.reward_manager.active_terms)
+        names = list(p.get("after_curriculum") or ())
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise ValueError(f"velocity_command_curriculum: after_curriculum names unknown reward terms {unknown}; "
+                             f"the terms are {sorted(known)}")
+        self._weights = {n: float(env.reward_manager.get_term_cfg(n).weight) for n in names}
+        self._push_term = p.get("push_term")
+        self._push_range = None
+        if self._push_term is not None:
+            push_cfg = env.event_manager.get_term_cfg(self._push_term)  # ValueError if there is none
+            self._push_range = {k: tuple(v) for k, v in push_cfg.params["velocity_range"].items()}
+
+    @property
+    def has_curriculum(self) -> bool:
+        return self._has_curriculum
+
+    def progress(self, step: int) -> float:
+        return curriculum_progress(step, self._num_steps, self._has_curriculum)
+
+    def __call__(self, env, env_ids, command_name: str = "base_velocity", num_steps: int = 0,
+                 initial_scale: float = 1.0, initial_lin_vel_x=None, initial_lin_vel_y=None, initial_ang_vel_z=None,
+                 resampling_time: float = 10.0, resampling_time_final: float | None = None,
+                 after_curriculum: Sequence[str] = (), push_term: str | None = None) -> dict[str, float]:
+        p = self.progress(int(env.common_step_counter))
+        for name in COMMANDS:
+            setattr(self._command_cfg.ranges, name, interpolated_range(self._initial[name], self._full[name], p))
+        period = resampling_time_final if (resampling_time_final is not None and p >= 1.0) else resampling_time
+        self._command_cfg.resampling_time_range = (float(period), float(period))
+        done = p >= 1.0
+        for name, weight in self._weights.items():
+            term_cfg = env.reward_manager.get_term_cfg(name)
+            term_cfg.weight = weight if done else 0.0
+            env.reward_manager.set_term_cfg(name, term_cfg)
+        if self._push_term is not None:
+            push_cfg = env.event_manager.get_term_cfg(self._push_term)
+            push_cfg.params["velocity_range"] = (dict(self._push_range) if done else
+                                                 {k: (0.0, 0.0) for k in self._push_range})
+            env.event_manager.set_term_cfg(self._push_term, push_cfg)
+        return {"progress": p}
