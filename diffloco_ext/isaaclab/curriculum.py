@@ -17,6 +17,11 @@ Isaac Lab computes curriculum terms when envs reset (``ManagerBasedRLEnv._reset_
 clock at every reset, i.e. every few steps once episodes end at different times, as the project's resample.
 The performance gate (``curriculum_gate_lin_vel_error``) and the boundary commands have no counterpart here
 (:func:`diffloco_ext.isaaclab.env_cfg.commands_cfg` refuses them).
+
+**Resuming** (``isaaclab train ... --resume``): Isaac Lab restores the learner, not the env, so its step counter
+starts again at 0; the ``start_step`` param (policy steps already trained: iterations x ``num_steps_per_env``, e.g.
+``env.curriculum.commands.params.start_step=7200`` after 300 iterations of 24 steps) puts the clock where the run
+stopped. The project's own runner saves and restores its curriculum's clock with the checkpoint.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ class velocity_command_curriculum(ManagerTermBase):
       ``initial_lin_vel_x`` / ``initial_lin_vel_y`` / ``initial_ang_vel_z`` (``curriculum_initial_*``: m/s, rad/s;
       None: ``initial_scale`` x the full range). The curriculum is on when ``num_steps > 0`` and some initial
       range differs from the full one (the project's ``has_curriculum``); the full ranges are the command's.
+    * ``start_step``: policy steps before this env's first (a resumed run's; see the module docstring);
     * ``resampling_time`` / ``resampling_time_final`` (s; final None: ``resampling_time`` throughout);
     * ``after_curriculum``: reward terms at weight 0 until the ranges are full (their configured weights after);
     * ``push_term``: an event term whose ``velocity_range`` is held at 0 until then (None: pushes from the start).
@@ -80,6 +86,9 @@ class velocity_command_curriculum(ManagerTermBase):
         given = [p.get(f"initial_{name}") for name in COMMANDS]
         self._has_curriculum = num_steps > 0 and (scale < 1.0 or any(g is not None for g in given))
         self._num_steps = num_steps
+        self._start_step = int(p.get("start_step", 0))
+        if self._start_step < 0:
+            raise ValueError(f"velocity_command_curriculum: start_step must be >= 0, got {self._start_step}")
         known = set(env.reward_manager.active_terms)
         names = list(p.get("after_curriculum") or ())
         unknown = [n for n in names if n not in known]
@@ -102,9 +111,9 @@ class velocity_command_curriculum(ManagerTermBase):
 
     def __call__(self, env, env_ids, command_name: str = "base_velocity", num_steps: int = 0,
                  initial_scale: float = 1.0, initial_lin_vel_x=None, initial_lin_vel_y=None, initial_ang_vel_z=None,
-                 resampling_time: float = 10.0, resampling_time_final: float | None = None,
+                 start_step: int = 0, resampling_time: float = 10.0, resampling_time_final: float | None = None,
                  after_curriculum: Sequence[str] = (), push_term: str | None = None) -> dict[str, float]:
-        p = self.progress(int(env.common_step_counter))
+        p = self.progress(self._start_step + int(env.common_step_counter))
         for name in COMMANDS:
             setattr(self._command_cfg.ranges, name, interpolated_range(self._initial[name], self._full[name], p))
         period = resampling_time_final if (resampling_time_final is not None and p >= 1.0) else resampling_time

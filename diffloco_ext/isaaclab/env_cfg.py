@@ -176,6 +176,7 @@ def curriculum_cfg(c: task_cfg.CommandsCfg, r: task_cfg.RewardsCfg, rand: task_c
             "command_name": "base_velocity", "num_steps": c.curriculum_steps if c.has_curriculum else 0,
             "initial_scale": c.curriculum_initial_scale, "initial_lin_vel_x": c.curriculum_initial_lin_vel_x,
             "initial_lin_vel_y": c.curriculum_initial_lin_vel_y, "initial_ang_vel_z": c.curriculum_initial_ang_vel_z,
+            "start_step": 0,
             "resampling_time": c.resampling_time, "resampling_time_final": c.resampling_time_final,
             "after_curriculum": list(r.after_curriculum),
             "push_term": "push_robot" if pushes and rand.pushes_after_curriculum else None})

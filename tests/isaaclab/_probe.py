@@ -151,6 +151,11 @@ def probe_curriculum(env) -> dict:
         out["unknown_term_error"] = ""
     except ValueError as e:
         out["unknown_term_error"] = str(e)
+    # a resumed run: start_step puts the clock where it stopped (Isaac Lab's counter starts again at 0)
+    resumed = {**params, "start_step": 50}
+    env.common_step_counter = 0
+    out["resumed_progress"] = velocity_command_curriculum(
+        CurriculumTermCfg(func=velocity_command_curriculum, params=resumed), env)(env, slice(None), **resumed)["progress"]
     return out
 
 

@@ -87,6 +87,7 @@ def test_command_curriculum_term_sets_ranges_weights_and_pushes(probe, engine):
     assert moving.any() and np.all((commands[moving, 0] >= 0.5) & (commands[moving, 0] <= 1.0))
     assert np.all(commands[:, 1:] == 0.0)
     assert "no_such_term" in c["unknown_term_error"]
+    assert c["resumed_progress"] == 0.5  # start_step 50 of 100
 
 
 @pytest.mark.parametrize("engine", ENGINES)
