@@ -62,7 +62,9 @@ class velocity_command_curriculum(ManagerTermBase):
     * ``start_step``: policy steps before this env's first (a resumed run's; see the module docstring);
     * ``resampling_time`` / ``resampling_time_final`` (s; final None: ``resampling_time`` throughout);
     * ``after_curriculum``: reward terms at weight 0 until the ranges are full (their configured weights after);
-    * ``push_term``: an event term whose ``velocity_range`` is held at 0 until then (None: pushes from the start).
+    * ``push_term``: an event term whose ``velocity_range`` is held at 0 until then (None: pushes from the start). A
+      term the config has switched off (``events.<name> = None``, as ``play_mode`` does with the pushes) is
+      nothing to hold; a name the config does not have is an error.
     """
 
     def __init__(self, cfg: CurriculumTermCfg, env):
@@ -98,6 +100,8 @@ class velocity_command_curriculum(ManagerTermBase):
         self._weights = {n: float(env.reward_manager.get_term_cfg(n).weight) for n in names}
         self._push_term = p.get("push_term")
         self._push_range = None
+        if self._push_term is not None and getattr(env.cfg.events, self._push_term, ...) is None:
+            self._push_term = None  # switched off in the config (play mode): no pushes to hold
         if self._push_term is not None:
             push_cfg = env.event_manager.get_term_cfg(self._push_term)  # ValueError if there is none
             self._push_range = {k: tuple(v) for k, v in push_cfg.params["velocity_range"].items()}

@@ -151,6 +151,17 @@ def probe_curriculum(env) -> dict:
         out["unknown_term_error"] = ""
     except ValueError as e:
         out["unknown_term_error"] = str(e)
+    # a push term switched off in the config (play mode) is nothing to hold; an unknown name is an error
+    saved_push, env.cfg.events.push_robot = env.cfg.events.push_robot, None
+    out["push_off_ok"] = velocity_command_curriculum(
+        CurriculumTermCfg(func=velocity_command_curriculum, params=params), env)(env, slice(None), **params)["progress"]
+    env.cfg.events.push_robot = saved_push
+    try:
+        velocity_command_curriculum(CurriculumTermCfg(func=velocity_command_curriculum, params={
+            **params, "push_term": "no_such_push"}), env)
+        out["unknown_push_error"] = ""
+    except ValueError as e:
+        out["unknown_push_error"] = str(e)
     # a resumed run: start_step puts the clock where it stopped (Isaac Lab's counter starts again at 0)
     resumed = {**params, "start_step": 50}
     env.common_step_counter = 0

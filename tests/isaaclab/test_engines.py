@@ -88,6 +88,7 @@ def test_command_curriculum_term_sets_ranges_weights_and_pushes(probe, engine):
     assert np.all(commands[:, 1:] == 0.0)
     assert "no_such_term" in c["unknown_term_error"]
     assert c["resumed_progress"] == 0.5  # start_step 50 of 100
+    assert c["push_off_ok"] == 0.0 and "no_such_push" in c["unknown_push_error"]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
