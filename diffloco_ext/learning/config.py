@@ -65,6 +65,11 @@ class LayerNormMLPModelCfg(MLPModelCfg):
     class_name: str = f"{_MODELS}:LayerNormMLPModel"
     hidden_dims: list[int] = field(default_factory=lambda: [128, 64, 32])
     layer_norm: bool = True
+    action_smoothing: float = 0.0
+    """α of :class:`~diffloco_ext.learning.models.LastActionBlend`: ``a = α·a_prev + (1 − α)·π(o)`` with ``a_prev``
+    the observed last action (0: off, the plain MLP). SHAC only (PPO's log-probability does not cover it)."""
+    last_action_indices: list[int] = field(default_factory=lambda: [36, 48])
+    """``[start, end)`` of the last actions in the actor's observation (the velocity task's 48: 36-48)."""
 
 
 @dataclass
@@ -102,6 +107,14 @@ class SHACAlgorithmCfg:
     ``value_gradient_scale`` until then), so that a curriculum that advances with the policy's tracking (its gate)
     and the ramp stay in order. The linear learning-rate decay counts from the same origin (initial rates until the
     curriculum's end, then the decay over ``max_iterations``)."""
+    lipschitz_penalty: float = 0.0
+    """λ of the actor's Lipschitz penalty ``λ·E_o‖∂a/∂o‖²_F`` (the deterministic action's Jacobian w.r.t. the raw
+    observations, Frobenius norm squared, estimated with one random projection per observation), added to the
+    actor loss (0: off). The gradient-penalty form of Lipschitz-constrained policies (Chen et al., 2024,
+    "Learning Smooth Humanoid Locomotion through Lipschitz-Constrained Policies"): it limits how fast the action
+    can follow the state, so no reward term has to trade tracking for smoothness."""
+    lipschitz_samples: int = 1024
+    """Observations of the rollout (drawn at random each iteration) the penalty is estimated on."""
 
 
 @dataclass

@@ -13,6 +13,8 @@ iteration, skip counters, the torch RNG state and, if the env has ``state_dict()
 
 from __future__ import annotations
 
+import math
+
 import os
 import time
 
@@ -125,6 +127,8 @@ class SHACRunner:
                 rnd_weight=None,
                 extra_scalars={
                     "Policy/actor_grad_norm": loss_dict["actor_grad_norm"],
+                    **({"Policy/lipschitz": loss_dict["policy_lipschitz"]}
+                       if math.isfinite(loss_dict.get("policy_lipschitz", float("nan"))) else {}),
                     "Value/estimate": loss_dict["value_estimate"],
                     "Value/target": loss_dict["value_target"],
                     "Loss/critic_learning_rate": self.alg.critic_learning_rate,

@@ -25,6 +25,7 @@ observations reached after each step, this learner the ones the actor acted on.
 from __future__ import annotations
 
 import copy
+import math
 from itertools import chain
 
 import torch
@@ -97,6 +98,8 @@ class SHAC:
         value_gradient_scale_final: float | None = None,
         value_gradient_ramp: tuple[int, int] | list[int] = (0, 0),
         value_gradient_ramp_from: str = "start",
+        lipschitz_penalty: float = 0.0,
+        lipschitz_samples: int = 1024,
         max_iterations: int = 1,
         device: str = "cpu",
         multi_gpu_cfg: dict | None = None,
@@ -117,6 +120,9 @@ class SHAC:
         if value_gradient_ramp_from not in ("start", "curriculum_end"):
             raise ValueError(f"value_gradient_ramp_from must be 'start' or 'curriculum_end', got "
                              f"'{value_gradient_ramp_from}'.")
+        if not (math.isfinite(lipschitz_penalty) and lipschitz_penalty >= 0.0) or int(lipschitz_samples) < 1:
+            raise ValueError(f"lipschitz_penalty must be a finite number >= 0 and lipschitz_samples >= 1, got "
+                             f"{lipschitz_penalty} and {lipschitz_samples}.")
         if not 0.0 <= target_critic_alpha < 1.0:
             raise ValueError(f"target_critic_alpha must be in [0, 1), got {target_critic_alpha}.")
         self.device = device
@@ -137,6 +143,8 @@ class SHAC:
         self.value_gradient_scale_final = None if value_gradient_scale_final is None else float(value_gradient_scale_final)
         self.value_gradient_ramp = ramp
         self.value_gradient_ramp_from = value_gradient_ramp_from
+        self.lipschitz_penalty = float(lipschitz_penalty)
+        self.lipschitz_samples = int(lipschitz_samples)
         #: The first iteration at which the env's curriculum was complete (``value_gradient_ramp_from="curriculum_end"``).
         self.curriculum_end_iteration: int | None = None
         self.schedule = schedule
@@ -289,6 +297,9 @@ class SHAC:
             raise RuntimeError("update called before compute_returns.")
         num_steps = len(self._rewards)
         actor_loss = -self._objective / (num_steps * self.num_envs)
+        lipschitz = self._lipschitz_estimate() if self.lipschitz_penalty > 0.0 else None
+        if lipschitz is not None:
+            actor_loss = actor_loss + self.lipschitz_penalty * lipschitz
 
         # Actor: one backward pass through the rollout.
         self.actor_optimizer.zero_grad(set_to_none=False)
@@ -331,9 +342,26 @@ class SHAC:
             "value_target": targets.mean().item(),
             "skipped_actor_update": float(skipped_actor),
             "skipped_critic_updates": float(skipped_critic),
+            "policy_lipschitz": float(lipschitz) if lipschitz is not None else float("nan"),
         }
         self._reset_rollout()
         return loss_dict
+
+    def _lipschitz_estimate(self) -> torch.Tensor:
+        """``E_o ‖∂a/∂o‖²_F`` of the deterministic action ``a`` w.r.t. the raw observations ``o``, on
+        ``lipschitz_samples`` of this rollout's observations, differentiable w.r.t. the actor's parameters.
+
+        One random projection per observation (Hutchinson): ``E_v ‖Jᵀv‖² = ‖J‖²_F`` for ``v ~ N(0, I)``, so one
+        backward pass instead of one per action."""
+        obs = torch.stack(self._obs).flatten(0, 1)
+        count = min(self.lipschitz_samples, obs.shape[0])
+        idx = torch.randperm(obs.shape[0], device=self.device)[:count]
+        groups = list(getattr(self.actor, "obs_groups", obs.keys()))
+        inputs = {g: obs[g][idx].detach().clone().requires_grad_(True) for g in groups}
+        actions = self.actor(TensorDict(inputs, batch_size=[count]))
+        probe = torch.randn_like(actions)
+        grads = torch.autograd.grad((actions * probe).sum(), list(inputs.values()), create_graph=True)
+        return sum(g.pow(2).sum() for g in grads) / count
 
     def _apply_gradients(self, model: nn.Module, optimizer: torch.optim.Optimizer, loss: torch.Tensor) -> tuple[bool, float]:
         """All-reduce, check, clip and apply the gradients of ``model``; skip the step if anything is non-finite.
