@@ -115,6 +115,10 @@ class SHACAlgorithmCfg:
     can follow the state, so no reward term has to trade tracking for smoothness."""
     lipschitz_samples: int = 1024
     """Observations of the rollout (drawn at random each iteration) the penalty is estimated on."""
+    lipschitz_after_curriculum: bool = False
+    """Penalise only once the env's curriculum is complete (its ``curriculum_progress`` at 1 on every rank), as the
+    task's ``after_curriculum`` reward terms: a penalty from the first iteration keeps SHAC from finding a gait
+    (docs/tasks.md, session 19)."""
 
 
 @dataclass

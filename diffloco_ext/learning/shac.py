@@ -100,6 +100,7 @@ class SHAC:
         value_gradient_ramp_from: str = "start",
         lipschitz_penalty: float = 0.0,
         lipschitz_samples: int = 1024,
+        lipschitz_after_curriculum: bool = False,
         max_iterations: int = 1,
         device: str = "cpu",
         multi_gpu_cfg: dict | None = None,
@@ -145,6 +146,9 @@ class SHAC:
         self.value_gradient_ramp_from = value_gradient_ramp_from
         self.lipschitz_penalty = float(lipschitz_penalty)
         self.lipschitz_samples = int(lipschitz_samples)
+        self.lipschitz_after_curriculum = bool(lipschitz_after_curriculum)
+        #: Whether the env's curriculum was complete at the last ``set_learning_rates`` (1 without a curriculum).
+        self.curriculum_complete = True
         #: The first iteration at which the env's curriculum was complete (``value_gradient_ramp_from="curriculum_end"``).
         self.curriculum_end_iteration: int | None = None
         self.schedule = schedule
@@ -180,6 +184,7 @@ class SHAC:
         """Apply the schedules for ``iteration`` (0-based): learning rates decaying linearly to ``min_learning_rate``
         at ``max_iterations``; the bootstrap-gradient weight along its ramp (if ``value_gradient_scale_final``),
         counted from 0 or from the first iteration with ``curriculum_progress`` (the env's, in [0, 1]) at 1."""
+        self.curriculum_complete = curriculum_progress >= 1.0
         if self.value_gradient_ramp_from == "curriculum_end" and self.curriculum_end_iteration is None \
                 and curriculum_progress >= 1.0:
             self.curriculum_end_iteration = int(iteration)
@@ -297,7 +302,7 @@ class SHAC:
             raise RuntimeError("update called before compute_returns.")
         num_steps = len(self._rewards)
         actor_loss = -self._objective / (num_steps * self.num_envs)
-        lipschitz = self._lipschitz_estimate() if self.lipschitz_penalty > 0.0 else None
+        lipschitz = self._lipschitz_estimate() if self.lipschitz_active else None
         if lipschitz is not None:
             actor_loss = actor_loss + self.lipschitz_penalty * lipschitz
 
@@ -346,6 +351,12 @@ class SHAC:
         }
         self._reset_rollout()
         return loss_dict
+
+    @property
+    def lipschitz_active(self) -> bool:
+        """Whether this iteration's actor loss carries the Lipschitz penalty (λ > 0, and the env's curriculum
+        complete when ``lipschitz_after_curriculum``)."""
+        return self.lipschitz_penalty > 0.0 and (self.curriculum_complete or not self.lipschitz_after_curriculum)
 
     def _lipschitz_estimate(self) -> torch.Tensor:
         """``E_o ‖∂a/∂o‖²_F`` of the deterministic action ``a`` w.r.t. the raw observations ``o``, on

@@ -30,6 +30,7 @@ def _runner(penalty: float, samples: int = 64, seed: int = 0):
 
 
 def _rollout(env, alg) -> None:
+    env.detach_state()
     obs = env.get_observations()
     for _ in range(8):
         obs, r, d, extras = env.step(alg.act(obs))
@@ -127,3 +128,20 @@ def test_bad_penalties_are_errors():
     for penalty, samples in ((-1.0, 8), (float("nan"), 8), (0.1, 0)):
         with pytest.raises(ValueError, match="lipschitz"):
             _runner(penalty, samples=samples)
+
+
+def test_after_curriculum_the_penalty_waits_for_the_curriculum():
+    env, runner = _runner(2.0, samples=64)
+    alg = runner.alg
+    alg.lipschitz_after_curriculum = True
+    for progress, active in ((0.0, False), (0.99, False), (1.0, True)):
+        alg.set_learning_rates(0, progress)
+        assert alg.lipschitz_active is active
+        _rollout(env, alg)
+        objective = float(alg._objective) / (8 * 8)
+        out = alg.update()
+        if active:
+            assert out["policy_lipschitz"] > 0 and out["actor"] > -objective
+        else:
+            assert out["policy_lipschitz"] != out["policy_lipschitz"]
+            assert out["actor"] == pytest.approx(-objective, rel=1e-6, abs=1e-9)
