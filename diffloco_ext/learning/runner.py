@@ -13,8 +13,6 @@ iteration, skip counters, the torch RNG state and, if the env has ``state_dict()
 
 from __future__ import annotations
 
-import math
-
 import os
 import time
 
@@ -127,8 +125,7 @@ class SHACRunner:
                 rnd_weight=None,
                 extra_scalars={
                     "Policy/actor_grad_norm": loss_dict["actor_grad_norm"],
-                    **({"Policy/lipschitz": loss_dict["policy_lipschitz"]}
-                       if math.isfinite(loss_dict.get("policy_lipschitz", float("nan"))) else {}),
+                    **({"Policy/lipschitz": loss_dict["policy_lipschitz"]} if "policy_lipschitz" in loss_dict else {}),
                     "Value/estimate": loss_dict["value_estimate"],
                     "Value/target": loss_dict["value_target"],
                     "Loss/critic_learning_rate": self.alg.critic_learning_rate,

@@ -347,8 +347,9 @@ class SHAC:
             "value_target": targets.mean().item(),
             "skipped_actor_update": float(skipped_actor),
             "skipped_critic_updates": float(skipped_critic),
-            "policy_lipschitz": float(lipschitz) if lipschitz is not None else float("nan"),
         }
+        if lipschitz is not None:
+            loss_dict["policy_lipschitz"] = float(lipschitz)
         self._reset_rollout()
         return loss_dict
 
