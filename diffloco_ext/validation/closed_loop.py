@@ -239,7 +239,7 @@ def run_batch(backend, policy, task: TaskInterface, kinematics: RobotKinematics,
         alive &= ~newly
         gated = (active & ~fallen & torch.as_tensor(end > settings.warmup_s + 1e-9)).numpy()
         finite_q = torch.nan_to_num(q)
-        foot_pos, foot_vel = kinematics.feet(finite_q, torch.nan_to_num(u))
+        foot_pos, _, contact_vel = kinematics.feet_and_contact_velocity(finite_q, torch.nan_to_num(u))
         heights = kinematics.foot_heights(foot_pos)
         stance = heights <= settings.stance_height
         tilt = roll_pitch(finite_q[:, 3:7])
@@ -250,7 +250,7 @@ def run_batch(backend, policy, task: TaskInterface, kinematics: RobotKinematics,
                  qd_ratio=(u[:, 6:].abs().max(dim=1).values / act.velocity_limit).numpy(),
                  limit_excess=torch.clamp(torch.maximum(lower - q[:, 7:], q[:, 7:] - upper), min=0.0)
                  .max(dim=1).values.numpy(),
-                 stance=stance, slip=np.linalg.norm(foot_vel[..., :2], axis=-1),
+                 stance=stance, slip=np.linalg.norm(contact_vel[..., :2], axis=-1),
                  tilt=tilt.abs().max(dim=1).values.numpy(),
                  action_rate=torch.sqrt(torch.mean((new_actions - actions) ** 2, dim=1)).numpy())
         for e in records:

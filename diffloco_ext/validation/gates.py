@@ -16,7 +16,8 @@ torque_saturation   1       fraction of joint samples whose PD demand ``k_p (q* 
                             step's start) lies outside the DC-motor envelope at the joint's speed
 joint_velocity      1       largest ``|qd|`` over the DC motor's no-load speed ``v`` (beyond it the motor brakes)
 joint_limit         rad     largest excursion beyond the description's joint ranges (no simulator models them)
-foot_slip           m/s     mean horizontal speed of the feet in stance (bottom within ``stance_height``)
+foot_slip           m/s     mean horizontal speed of the stance feet's contact points (bottom within
+                            ``stance_height``; the sphere's lowest material point, so rolling is not slip)
 base_tilt           rad     largest ``|roll|`` or ``|pitch|`` of the base
 action_rate         1       mean over samples of the RMS over joints of ``a_t - a_(t-1)`` (action units)
 export_mismatch     1       largest ``|a_exported - a_torch|`` on the recorded observations (not per scenario)
@@ -38,7 +39,7 @@ GATES: dict[str, tuple[str, str]] = {
     "torque_saturation": ("", "fraction of joint samples with the PD demand outside the DC-motor envelope"),
     "joint_velocity": ("x v", "largest |joint velocity| / DC-motor no-load speed"),
     "joint_limit": ("rad", "largest excursion beyond the joint ranges"),
-    "foot_slip": ("m/s", "mean horizontal speed of stance feet"),
+    "foot_slip": ("m/s", "mean horizontal speed of the stance feet's contact points"),
     "base_tilt": ("rad", "largest |roll| or |pitch|"),
     "action_rate": ("", "mean RMS action change per policy step"),
     "export_mismatch": ("", "largest |exported - torch| action on the recorded observations"),

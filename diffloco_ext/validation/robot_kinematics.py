@@ -3,7 +3,10 @@ collision bodies' gaps to the ground, computed with the project's kinematics (fl
 way for every backend (contacts and falls are not taken from the engines, so they mean the same everywhere).
 
 * stance: a foot sphere's bottom within ``stance_height`` (m) of the ground (z = 0);
-* foot slip: the horizontal speed (m/s) of a stance foot's sphere centre;
+* foot slip: the horizontal speed (m/s) of a stance foot's contact point, the material point of the foot sphere
+  at its bottom (``centre - r z``), ``v_centre + w_foot x (-r z)``: zero for a foot that rolls on the ground
+  without sliding, as a stance foot does while the leg swings over it (its centre then moves at ``r`` times the
+  shank's angular velocity, ~0.1 m/s for ANYmal's 3 cm feet at a trot);
 * fall: a base collision capsule at or below the ground, or the base origin below ``fall_height`` (m), as the
   task's termination (base contact).
 """
@@ -16,6 +19,8 @@ import warp as wp
 
 from ..assets.robot_description import RobotDescription
 from ..sim import Simulator, build_model
+from ..sim.kinematics import KinematicsData, kinematics
+from ..sim.stage_data import Sizes
 
 
 class RobotKinematics:
@@ -26,6 +31,7 @@ class RobotKinematics:
         self.model = build_model(robot, num_envs, dtype="float64")
         self.sim = Simulator(self.model)
         self.foot_radius = np.array([f.radius for f in robot.feet])
+        self.foot_body = np.array([robot.body_index(f.body) for f in robot.feet])
         names = self.model.collision.body_names if self.model.collision is not None else ()
         self.base_bodies = [i for i, n in enumerate(names) if n == robot.bodies[0].name]
 
@@ -36,6 +42,17 @@ class RobotKinematics:
         """Foot sphere centres and velocities (world, m and m/s), each [N, F, 3]."""
         pos, vel = self.sim.foot_kinematics(self._wp(q), self._wp(u))
         return pos.numpy().reshape(q.shape[0], -1, 3), vel.numpy().reshape(q.shape[0], -1, 3)
+
+    def feet_and_contact_velocity(self, q: torch.Tensor, u: torch.Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Foot sphere centres, their velocities and the velocities of their lowest material points (the contact
+        point on flat ground, ``centre - r z``), world frame (m, m/s, m/s), each [N, F, 3]."""
+        pos, vel = self.feet(q, u)
+        kin = KinematicsData.scratch(self.model, Sizes.of(self.model), "validation_contact_points")
+        kinematics(self.model, self._wp(q), self._wp(u), kin)
+        omega = kin.body_vel_ang.numpy()[:, self.foot_body]  # [N, F, 3] world frame (rad/s)
+        down = np.zeros_like(omega)
+        down[..., 2] = -self.foot_radius
+        return pos, vel, vel + np.cross(omega, down)
 
     def foot_heights(self, foot_pos: np.ndarray) -> np.ndarray:
         """Height of each foot sphere's bottom above the ground [N, F] (m)."""
