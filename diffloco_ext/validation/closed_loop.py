@@ -198,6 +198,7 @@ def run_batch(backend, policy, task: TaskInterface, kinematics: RobotKinematics,
     traced = {e: spec.scenario.name for e, spec in enumerate(batch) if spec.trace}
     records = {e: {k: [] for k in TRACE_KEYS} for e in traced}
     observations, recorded = [], 0
+    previous_stance = np.zeros((N, len(robot.feet)), dtype=bool)
     base_com = task.base_com.expand(N, 3)
     command = torch.zeros(N, 3, dtype=torch.float64)
     for t in range(steps):
@@ -242,6 +243,10 @@ def run_batch(backend, policy, task: TaskInterface, kinematics: RobotKinematics,
         foot_pos, _, contact_vel = kinematics.feet_and_contact_velocity(finite_q, torch.nan_to_num(u))
         heights = kinematics.foot_heights(foot_pos)
         stance = heights <= settings.stance_height
+        # a foot in stance over the whole policy step (on the ground at its start and end): the slip gate's samples
+        # (a foot passing through the band while landing or lifting off is in swing, not sliding in stance)
+        planted = stance & previous_stance
+        previous_stance = stance
         tilt = roll_pitch(finite_q[:, 3:7])
         sums.add(gated,
                  lin_err=torch.linalg.norm(command[:, :2] - base.lin_vel_b[:, :2], dim=1).numpy(),
@@ -250,7 +255,7 @@ def run_batch(backend, policy, task: TaskInterface, kinematics: RobotKinematics,
                  qd_ratio=(u[:, 6:].abs().max(dim=1).values / act.velocity_limit).numpy(),
                  limit_excess=torch.clamp(torch.maximum(lower - q[:, 7:], q[:, 7:] - upper), min=0.0)
                  .max(dim=1).values.numpy(),
-                 stance=stance, slip=np.linalg.norm(contact_vel[..., :2], axis=-1),
+                 stance=planted, slip=np.linalg.norm(contact_vel[..., :2], axis=-1),
                  tilt=tilt.abs().max(dim=1).values.numpy(),
                  action_rate=torch.sqrt(torch.mean((new_actions - actions) ** 2, dim=1)).numpy())
         for e in records:

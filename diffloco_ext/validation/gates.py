@@ -16,8 +16,10 @@ torque_saturation   1       fraction of joint samples whose PD demand ``k_p (q* 
                             step's start) lies outside the DC-motor envelope at the joint's speed
 joint_velocity      1       largest ``|qd|`` over the DC motor's no-load speed ``v`` (beyond it the motor brakes)
 joint_limit         rad     largest excursion beyond the description's joint ranges (no simulator models them)
-foot_slip           m/s     mean horizontal speed of the stance feet's contact points (bottom within
-                            ``stance_height``; the sphere's lowest material point, so rolling is not slip)
+foot_slip           m/s     mean horizontal speed of the stance feet's contact points: feet whose bottom is
+                            within ``stance_height`` at the policy step's start and end (landing and lifting
+                            feet pass that band in swing); the sphere's lowest material point (rolling is not
+                            slip)
 base_tilt           rad     largest ``|roll|`` or ``|pitch|`` of the base
 action_rate         1       mean over samples of the RMS over joints of ``a_t - a_(t-1)`` (action units)
 export_mismatch     1       largest ``|a_exported - a_torch|`` on the recorded observations (not per scenario)

@@ -2,7 +2,8 @@
 collision bodies' gaps to the ground, computed with the project's kinematics (float64) from ``(q, u)``, the same
 way for every backend (contacts and falls are not taken from the engines, so they mean the same everywhere).
 
-* stance: a foot sphere's bottom within ``stance_height`` (m) of the ground (z = 0);
+* stance: a foot sphere's bottom within ``stance_height`` (m) of the ground (z = 0) (the slip gate counts a foot
+  that is there at both ends of a policy step);
 * foot slip: the horizontal speed (m/s) of a stance foot's contact point, the material point of the foot sphere
   at its bottom (``centre - r z``), ``v_centre + w_foot x (-r z)``: zero for a foot that rolls on the ground
   without sliding, as a stance foot does while the leg swings over it (its centre then moves at ``r`` times the

@@ -23,3 +23,55 @@ def test_a_training_curriculum_does_not_narrow_the_validation_commands(tmp_path)
     assert drawn[:, 0].max() > 0.5 and drawn[:, 1].max() > 0.5  # 16 draws in [-1, 1]: all below 0.1 if narrowed
     assert group.commands.cfg.heading_command  # the task's own generator settings otherwise
     assert task.env_cfg.commands.curriculum_initial_scale == 0.1  # the task's config is left as it was
+
+
+class _ScriptedBackend:
+    """A backend whose robots follow a script, whatever the joint targets: every env stands in the default pose and
+    slides along world x at ``speed[e]`` m/s; the envs of ``hops`` are lifted 5 cm at every other policy step (their
+    feet pass through the stance band, as landing and lifting feet do, without ever staying in it)."""
+
+    def __init__(self, model, speed, hops, policy_dt):
+        self.name, self.num_envs, self.policy_dt = "scripted", len(speed), policy_dt
+        self.model, self.speed, self.hops, self.t = model, torch.as_tensor(speed, dtype=torch.float64), hops, 0
+
+    def set_parameters(self, params):
+        pass
+
+    def reset(self, q, u, env_mask=None):
+        self.t = 0
+
+    def step(self, joint_target):
+        self.t += 1
+
+    def state(self):
+        q = torch.as_tensor(self.model.default_q(base_height=0.59), dtype=torch.float64).clone()  # feet 1.5 mm up
+        q[:, 0] = self.speed * self.t * self.policy_dt
+        if self.t % 2 == 1:
+            q[self.hops, 2] += 0.05
+        u = torch.zeros(self.num_envs, self.model.nv, dtype=torch.float64)
+        u[:, 0] = self.speed
+        return q, u
+
+    def joint_torque(self):
+        return torch.zeros(self.num_envs, self.model.nv - 6, dtype=torch.float64)
+
+
+def test_foot_slip_counts_feet_on_the_ground_for_the_whole_policy_step(tmp_path):
+    """Env 0's feet slide on the ground at 0.3 m/s; env 1's feet move at 2 m/s and touch the stance band at every
+    other step only (a foot in swing): the slip gate measures env 0's sliding, not env 1's passing feet."""
+    from diffloco_ext.validation.closed_loop import plan_episodes, run_batch
+    from diffloco_ext.validation.robot_kinematics import RobotKinematics
+
+    from .policies import ZeroPolicy
+
+    task = TaskInterface.from_task("DiffLoco-Velocity-Flat-AnymalD")
+    config = make_config(tmp_path, scenarios=[{"name": "slide", "episodes": 2, "seeds": [0], "duration_s": 1.0,
+                                               "commands": {"schedule": [[1.0, 0.0, 0.0, 0.0]]}}],
+                         settings={"warmup_s": 0.1})
+    kinematics = RobotKinematics(task.robot, 2)
+    backend = _ScriptedBackend(kinematics.model, [0.3, 2.0], [1], task.policy_dt)
+    result = run_batch(backend, torch.jit.script(ZeroPolicy()), task, kinematics,
+                       plan_episodes(config.scenarios), config.settings)
+    (_, sliding), (_, hopping) = result.episodes
+    assert sliding["stance"] > 0 and hopping["stance"] == 0
+    assert abs(sliding["slip"] / sliding["stance"] - 0.3) < 1e-9
