@@ -109,7 +109,7 @@ TASK = "DiffLoco-Velocity-Flat-AnymalD"
 #: (docs/tasks.md, session 19; from the first iteration it kept SHAC from finding a gait). Paper A's foot-height
 #: reference weighs 3.0 (the task's 1.0 is worth only 0.25 per second between standing and a perfect trot, its
 #: kernel being wide): on session 20's machine the same seed's gait had formed as a 12 Hz knee chatter (action rate
-#: 0.94, 2 falls in 100 in each validator); with 3.0 it steps at the reference's cadence (action rate 0.23, planar
+#: 0.94, 2 falls in 100 in each validator); with 3.0 it trots (a 0.4-s cycle; action rate 0.23, planar
 #: error 0.086 / 0.089 m/s, 1 / 0 falls; docs/tasks.md, session 20).
 #: Validation: no noise, nominal parameters, full ranges.
 TRAINING_OVERRIDES = ["env.observation_noise.enable=false", "env.rewards.track_lin_vel_xy=4.0",
