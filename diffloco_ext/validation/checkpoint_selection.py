@@ -111,31 +111,3 @@ def select_checkpoint(rows: list[dict], max_action_rate: float | None = None,
                 r["lin_vel_error"], -r["iteration"])
 
     return min(rows, key=key)
-
-
-def passes_guards(row: dict, max_action_rate: float | None, max_lin_vel_error: float | None) -> bool:
-    """Whether a measured row is smooth and tracks (NaN, no step measured, fails)."""
-    rate_ok = max_action_rate is None or row.get("action_rate", 0.0) <= max_action_rate
-    track_ok = max_lin_vel_error is None or row["lin_vel_error"] <= max_lin_vel_error
-    return bool(rate_ok and track_ok)
-
-
-def choose_shipment(rows: list[dict], average: dict | None, max_action_rate: float | None = None,
-                    max_lin_vel_error: float | None = None) -> tuple[dict, str]:
-    """What to ship of a run's measured checkpoints ``rows`` and the measured average of their actors ``average``:
-    the average when it is smooth, tracks and falls no more often than the best single checkpoint
-    (:func:`select_checkpoint`), else that checkpoint. Returns ``(row, reason)``, the reason one of ``"average"``,
-    ``"average fails the guards"``, ``"average falls more"``, ``"no average"``.
-
-    The average of a run's late checkpoints usually falls as rarely as its best one and tracks better (docs/tasks.md,
-    session 13); when some late checkpoints have drifted (a gait that degrades towards the schedule's end), their
-    average can fall more than an earlier checkpoint, and then that checkpoint is the better policy to ship."""
-    best = select_checkpoint(rows, max_action_rate, max_lin_vel_error)
-    if average is None:
-        return best, "no average"
-    if not passes_guards(average, max_action_rate, max_lin_vel_error):
-        return best, "average fails the guards"
-    if passes_guards(best, max_action_rate, max_lin_vel_error) and average["fall_rate"] > best["fall_rate"]:
-        return best, "average falls more"
-    return average, "average"
-

@@ -6,12 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from diffloco_ext.validation.checkpoint_selection import (
-    choose_shipment,
-    measure_checkpoints,
-    run_checkpoints,
-    select_checkpoint,
-)
+from diffloco_ext.validation.checkpoint_selection import measure_checkpoints, run_checkpoints, select_checkpoint
 from ..script_modules import load_script
 
 TASK = "DiffLoco-Velocity-Flat-AnymalD"
@@ -44,28 +39,6 @@ def test_select_ranks_chattering_checkpoints_last():
     assert select_checkpoint(lazy, max_action_rate=0.6, max_lin_vel_error=0.25)["iteration"] == 550
     slow = [dict(r, lin_vel_error=r["lin_vel_error"] + 0.5) for r in lazy]  # none tracks: the best tracking
     assert select_checkpoint(slow, max_action_rate=0.6, max_lin_vel_error=0.25)["iteration"] == 600
-
-
-def test_the_average_ships_unless_it_fails_the_guards_or_falls_more_than_the_best_checkpoint():
-    """Session 20's seed-7 run: late checkpoints drifted into chatter and slow tracking, and the average of all of them
-    fell 7 times in 100 where the earliest, smooth and tracking, fell 3 times: that checkpoint ships."""
-    rows = [{"iteration": 600, "fall_rate": 0.03, "lin_vel_error": 0.15, "action_rate": 0.25},
-            {"iteration": 750, "fall_rate": 0.05, "lin_vel_error": 0.14, "action_rate": 0.29},
-            {"iteration": 900, "fall_rate": 0.01, "lin_vel_error": 0.37, "action_rate": 0.69},
-            {"iteration": 1000, "fall_rate": 0.03, "lin_vel_error": 0.50, "action_rate": 0.42}]
-    guards = dict(max_action_rate=0.6, max_lin_vel_error=0.25)
-    spoilt = {"iteration": 1000, "fall_rate": 0.07, "lin_vel_error": 0.18, "action_rate": 0.41}
-    chosen, reason = choose_shipment(rows, spoilt, **guards)
-    assert (chosen["iteration"], reason) == (600, "average falls more")
-    good = dict(spoilt, fall_rate=0.03)  # as few falls as the best checkpoint: the average (it tracks better)
-    assert choose_shipment(rows, good, **guards) == (good, "average")
-    chatters = dict(good, action_rate=0.8)
-    assert choose_shipment(rows, chatters, **guards)[1] == "average fails the guards"
-    assert choose_shipment(rows, dict(good, lin_vel_error=float("nan")), **guards)[1] == "average fails the guards"
-    assert choose_shipment(rows, None, **guards) == (rows[0], "no average")
-    # when no single checkpoint passes the guards, an average that does ships whatever their falls
-    bad = [dict(r, action_rate=0.9) for r in rows]
-    assert choose_shipment(bad, good, **guards) == (good, "average")
 
 
 def test_run_checkpoints_lists_model_files_by_iteration(tmp_path):
