@@ -11,7 +11,11 @@ Isaac Lab's ``common_step_counter`` (policy steps, all envs step together) as th
   resample and the heading controller's yaw-rate clip, as the project's ``current_range``), and its
   ``cfg.resampling_time_range``;
 * the reward manager's weights of the ``after_curriculum`` terms (0, then the configured weight);
-* the push event's ``velocity_range`` (0, then the configured range).
+* the push event's ``velocity_range`` (0, then the configured range);
+* the randomisation events' ranges (the project's ``RandomizationCfg.after_curriculum``): the ``*_after_curriculum``
+  params put in place of the events' own once the ranges are full. The material term samples its friction when it is
+  built (Newton: the range; PhysX: the material buckets), so it is built again with the new range; the mass, centre
+  of mass and gain terms read their ranges at each call and keep the defaults they captured.
 
 Isaac Lab computes curriculum terms when envs reset (``ManagerBasedRLEnv._reset_idx``), so the ranges follow the
 clock at every reset, i.e. every few steps once episodes end at different times, as the project's resample.
@@ -26,9 +30,12 @@ stopped. The project's own runner saves and restores its curriculum's clock with
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from isaaclab.managers import CurriculumTermCfg, ManagerTermBase
+
+from diffloco_ext.tasks.velocity.env_cfg import RandomizationRangesCfg
 
 COMMANDS = ("lin_vel_x", "lin_vel_y", "ang_vel_z")
 
@@ -65,6 +72,10 @@ class velocity_command_curriculum(ManagerTermBase):
     * ``push_term``: an event term whose ``velocity_range`` is held at 0 until then (None: pushes from the start). A
       term the config has switched off (``events.<name> = None``, as ``play_mode`` does with the pushes) is
       nothing to hold; a name the config does not have is an error.
+    * ``friction_after_curriculum``, ``base_mass_scale_after_curriculum``, ``base_com_xy_after_curriculum``,
+      ``base_com_z_after_curriculum``, ``stiffness_scale_after_curriculum``, ``damping_scale_after_curriculum``
+      (the project's ``RandomizationCfg.after_curriculum``; None: unchanged): the ranges of the events
+      ``physics_material``, ``base_mass``, ``base_com`` and ``actuator_gains`` once the command ranges are full.
     """
 
     def __init__(self, cfg: CurriculumTermCfg, env):
@@ -105,6 +116,8 @@ class velocity_command_curriculum(ManagerTermBase):
         if self._push_term is not None:
             push_cfg = env.event_manager.get_term_cfg(self._push_term)  # ValueError if there is none
             self._push_range = {k: tuple(v) for k, v in push_cfg.params["velocity_range"].items()}
+        self._event_params_after = event_params_after_curriculum(p, env)
+        self._events_widened = False
 
     @property
     def has_curriculum(self) -> bool:
@@ -116,7 +129,10 @@ class velocity_command_curriculum(ManagerTermBase):
     def __call__(self, env, env_ids, command_name: str = "base_velocity", num_steps: int = 0,
                  initial_scale: float = 1.0, initial_lin_vel_x=None, initial_lin_vel_y=None, initial_ang_vel_z=None,
                  start_step: int = 0, resampling_time: float = 10.0, resampling_time_final: float | None = None,
-                 after_curriculum: Sequence[str] = (), push_term: str | None = None) -> dict[str, float]:
+                 after_curriculum: Sequence[str] = (), push_term: str | None = None,
+                 friction_after_curriculum=None, base_mass_scale_after_curriculum=None,
+                 base_com_xy_after_curriculum=None, base_com_z_after_curriculum=None,
+                 stiffness_scale_after_curriculum=None, damping_scale_after_curriculum=None) -> dict[str, float]:
         p = self.progress(self._start_step + int(env.common_step_counter))
         for name in COMMANDS:
             setattr(self._command_cfg.ranges, name, interpolated_range(self._initial[name], self._full[name], p))
@@ -132,4 +148,56 @@ class velocity_command_curriculum(ManagerTermBase):
             push_cfg.params["velocity_range"] = (dict(self._push_range) if done else
                                                  {k: (0.0, 0.0) for k in self._push_range})
             env.event_manager.set_term_cfg(self._push_term, push_cfg)
+        if done and not self._events_widened:
+            self._widen_events(env)
         return {"progress": p}
+
+    def _widen_events(self, env) -> None:
+        """Put the after-curriculum ranges in place (once); rebuild the terms that sample at construction."""
+        for name, params in self._event_params_after.items():
+            term_cfg = env.event_manager.get_term_cfg(name)
+            term_cfg.params.update(params)
+            if name in REBUILT_EVENTS and isinstance(term_cfg.func, ManagerTermBase):
+                term_cfg.func = type(term_cfg.func)(term_cfg, env)
+            env.event_manager.set_term_cfg(name, term_cfg)
+        self._events_widened = True
+
+
+#: Event terms built again when their ranges change: they sample from the range at construction.
+REBUILT_EVENTS = ("physics_material",)
+#: The project's ``RandomizationRangesCfg`` fields; each is the curriculum param ``<name>_after_curriculum``.
+RANDOMIZATION_AFTER_CURRICULUM = tuple(f.name for f in dataclasses.fields(RandomizationRangesCfg))
+
+
+def event_params_after_curriculum(params: dict, env) -> dict[str, dict]:
+    """The event params that the ``*_after_curriculum`` curriculum params set, by event term (terms the config
+    has switched off are skipped; set params for an event the config does not have are an error)."""
+    def given(key):
+        return params.get(f"{key}_after_curriculum")
+
+    out: dict[str, dict] = {}
+    friction = given("friction")
+    if friction is not None:
+        out["physics_material"] = {"static_friction_range": tuple(friction), "dynamic_friction_range": tuple(friction)}
+    if given("base_mass_scale") is not None:
+        out["base_mass"] = {"mass_distribution_params": tuple(given("base_mass_scale"))}
+    com_xy, com_z = given("base_com_xy"), given("base_com_z")
+    if com_xy is not None or com_z is not None:
+        events = env.cfg.events
+        current = dict(events.base_com.params["com_range"]) if getattr(events, "base_com", None) is not None else {}
+        if com_xy is not None:
+            current["x"] = current["y"] = (-float(com_xy), float(com_xy))
+        if com_z is not None:
+            current["z"] = (-float(com_z), float(com_z))
+        out["base_com"] = {"com_range": current}
+    gains = {}
+    if given("stiffness_scale") is not None:
+        gains["stiffness_distribution_params"] = tuple(given("stiffness_scale"))
+    if given("damping_scale") is not None:
+        gains["damping_distribution_params"] = tuple(given("damping_scale"))
+    if gains:
+        out["actuator_gains"] = gains
+    for name in list(out):
+        if getattr(env.cfg.events, name, None) is None:
+            del out[name]  # randomisation switched off: nothing to widen
+    return out

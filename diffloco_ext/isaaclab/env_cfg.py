@@ -20,7 +20,9 @@ dynamic friction apart, made consistent; the ground's material has the range's l
 ``max``, so the robot's value is the contact's on PhysX and on Newton), base mass x log-U(0.8, 1.25) with its
 inertia scaled alike, base centre of mass +-5 cm (x, y) / +-1 cm (z), PD gains x U(0.85, 1.15) (Isaac Lab per
 joint, the project one factor per env), pushes of +-0.5 m/s every 10-15 s. Resets: base at 0.65 m, +-0.5 m, yaw
-+-pi, every velocity component +-0.5, joints at the default pose x U(0.5, 1.5).
++-pi, every velocity component +-0.5, joints at the default pose x U(0.5, 1.5). The ranges the project's
+``RandomizationCfg.after_curriculum`` sets take the events' place once the command curriculum is done
+(:mod:`.curriculum`).
 
 The project's command curriculum (initial ranges widening to the full ones, then the final resampling period, the
 ``after_curriculum`` reward terms and the pushes) is the curriculum term ``commands`` (:mod:`.curriculum`), on
@@ -62,7 +64,7 @@ from diffloco_ext.assets import get_robot
 from diffloco_ext.tasks.velocity import env_cfg as task_cfg
 
 from . import mdp as diffloco_mdp
-from .curriculum import velocity_command_curriculum
+from .curriculum import RANDOMIZATION_AFTER_CURRICULUM, velocity_command_curriculum
 from .robot_cfg import robot_cfg
 from .usd_export import ground_usd_path
 from .warp_cpu import enable_cpu_pinned_fallback
@@ -179,7 +181,9 @@ def curriculum_cfg(c: task_cfg.CommandsCfg, r: task_cfg.RewardsCfg, rand: task_c
             "start_step": 0,
             "resampling_time": c.resampling_time, "resampling_time_final": c.resampling_time_final,
             "after_curriculum": list(r.after_curriculum),
-            "push_term": "push_robot" if pushes and rand.pushes_after_curriculum else None})
+            "push_term": "push_robot" if pushes and rand.pushes_after_curriculum else None,
+            **{f"{name}_after_curriculum": getattr(rand.after_curriculum, name)
+               for name in RANDOMIZATION_AFTER_CURRICULUM}})
 
     return CurriculumCfg()
 
@@ -317,7 +321,10 @@ class DiffLocoVelocityEnvCfg(ManagerBasedRLEnvCfg):
         self.sim.dt = t.sim.dt
         self.sim.render_interval = self.decimation
         self.seed = t.seed
-        friction_floor = t.randomization.friction[0] if t.randomization.enable else 1.0
+        # the lowest friction the robot draws (before or after the curriculum's widening): the ground's, by max
+        wide = t.randomization.after_curriculum.friction
+        friction_floor = (min(t.randomization.friction[0], wide[0]) if wide is not None
+                          else t.randomization.friction[0]) if t.randomization.enable else 1.0
         self.sim.physics_material = ground_material(friction_floor)
         self.scene.ground.spawn = sim_utils.GroundPlaneCfg(usd_path=ground_usd_path(),
                                                           physics_material=ground_material(friction_floor))

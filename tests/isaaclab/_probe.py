@@ -29,7 +29,7 @@ def probe_env(engine: str) -> dict:
     cfg.sim.device = "cpu"
     cfg.sim.physics = cfg.sim.physics.physx if engine == "physx" else cfg.sim.physics.newton_mjwarp
     cfg.observations.policy.enable_corruption = False  # exact observations
-    cfg.events.physics_material = None  # the mass properties are read before any randomisation
+    # the mass properties are read before any mass randomisation (friction's stays: the curriculum widens it)
     cfg.events.base_mass = None
     cfg.events.base_com = None
     env = gym.make("DiffLoco-Velocity-Flat-AnymalD-Isaac", cfg=cfg).unwrapped
@@ -79,9 +79,6 @@ def probe_env(engine: str) -> dict:
     out["excess_terms"]["foot_slip"] = diffloco_mdp.foot_slip(env, feet, 0.03, 10.0, 1e-3).double().tolist()
     out["excess_expected"]["foot_slip"] = data.body_link_lin_vel_w.torch[:, feet.body_ids, :2].double().norm(
         dim=-1).sum(1).tolist()
-    out["excess_terms"]["foot_touchdown"] = diffloco_mdp.foot_touchdown(env, feet, 0.03, 10.0, 1e-3).double().tolist()
-    out["excess_expected"]["foot_touchdown"] = torch.relu(-data.body_link_lin_vel_w.torch[:, feet.body_ids, 2]).double(
-        ).square().sum(1).tolist()
     # a known joint state, by name: the observation's joint block must list it in the policy's order
     values = {name: 0.05 * (i + 1) for i, name in enumerate(sorted(robot.joint_names))}
     position = torch.tensor([[values[n] for n in robot.joint_names]] * 4, dtype=torch.float32)
@@ -98,6 +95,10 @@ def probe_env(engine: str) -> dict:
     actuators = robot.actuators
     out["torque_saturation_saturated"] = diffloco_mdp.torque_saturation(env, effort_limit).double().tolist()
     computed = actuators.computed_effort.torch.double()
+    # the touchdown term after that step, whose targets swing the legs (so that some foot moves downwards)
+    out["excess_terms"]["foot_touchdown"] = diffloco_mdp.foot_touchdown(env, feet, 0.03, 10.0, 1e-3).double().tolist()
+    out["excess_expected"]["foot_touchdown"] = torch.relu(-data.body_link_lin_vel_w.torch[:, feet.body_ids, 2]).double(
+        ).square().sum(1).tolist()
     out["torque_saturation_fraction"] = float(
         ((computed - actuators.applied_effort.torch.double()).abs() > 1e-3).double().mean())
     # the action-smoothness term keeps a_(t-2) itself: two more steps with known actions
@@ -167,6 +168,39 @@ def probe_curriculum(env) -> dict:
     env.common_step_counter = 0
     out["resumed_progress"] = velocity_command_curriculum(
         CurriculumTermCfg(func=velocity_command_curriculum, params=resumed), env)(env, slice(None), **resumed)["progress"]
+    out["widened"] = probe_randomization_after_curriculum(env, params)
+    return out
+
+
+def probe_randomization_after_curriculum(env, params: dict) -> dict:
+    """The randomisation ranges the curriculum puts in place once the command ranges are full: friction (the
+    material term, built again: it samples at construction) and the gains; what the terms hold and draw at the
+    clock's 50 and 100."""
+    from isaaclab.managers import CurriculumTermCfg
+
+    from diffloco_ext.isaaclab.curriculum import velocity_command_curriculum
+
+    widen = {**params, "friction_after_curriculum": (0.30, 0.35), "stiffness_scale_after_curriculum": (1.3, 1.4)}
+    term = velocity_command_curriculum(CurriculumTermCfg(func=velocity_command_curriculum, params=widen), env)
+    material_before = env.event_manager.get_term_cfg("physics_material").func
+    out = {}
+    for step in (50, 100):
+        env.common_step_counter = step
+        term(env, slice(None), **widen)
+        material = env.event_manager.get_term_cfg("physics_material")
+        material.func(env, None, **material.params)  # a reset's draw for every env
+        impl = material.func._impl
+        if hasattr(impl, "material_buckets"):  # PhysX: the buckets the shapes draw from
+            drawn = impl.material_buckets[:, 0]
+        else:  # Newton: the shapes' friction coefficients
+            import warp as wp
+
+            drawn = wp.to_torch(impl._friction_binding)[:, impl._shape_indices.to(env.device)]
+        gains = env.event_manager.get_term_cfg("actuator_gains")
+        out[str(step)] = {"rebuilt": material.func is not material_before,
+                          "friction_range": list(material.params["static_friction_range"]),
+                          "friction_drawn": [float(drawn.min()), float(drawn.max())],
+                          "stiffness_params": list(gains.params["stiffness_distribution_params"])}
     return out
 
 

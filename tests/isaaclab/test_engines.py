@@ -92,6 +92,19 @@ def test_command_curriculum_term_sets_ranges_weights_and_pushes(probe, engine):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_command_curriculum_term_widens_the_randomisation_when_done(probe, engine):
+    """``RandomizationCfg.after_curriculum`` on Isaac Lab's event terms: until the command ranges are full the
+    events keep their ranges; then the material term, built again, draws friction from the new range (0.30-0.35)
+    and the gains term has its new range."""
+    w = probe(engine)["curriculum"]["widened"]
+    half, done = w["50"], w["100"]
+    assert not half["rebuilt"] and half["friction_range"] != [0.30, 0.35] and half["friction_drawn"][1] > 0.35
+    assert half["stiffness_params"] != [1.3, 1.4]
+    assert done["rebuilt"] and done["friction_range"] == [0.30, 0.35] and done["stiffness_params"] == [1.3, 1.4]
+    assert 0.30 - 1e-6 <= done["friction_drawn"][0] <= done["friction_drawn"][1] <= 0.35 + 1e-6
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_observed_joint_positions_are_in_the_policy_order(probe, engine):
     """A joint state written by name shows in the observation's joint block (obs 12:24, minus the default pose)
     in Isaac Lab's order."""

@@ -275,6 +275,41 @@ def test_randomisation_stays_in_its_ranges():
     assert cmd[:, :2].abs().max() <= 1.0 and cmd[:, 2].abs().max() <= 1.0
 
 
+def test_randomisation_widens_once_the_curriculum_is_done():
+    """``randomization.after_curriculum``: resets during the command curriculum draw from the base ranges, resets
+    after it from the ranges set there (the others unchanged); without a curriculum the wide ranges hold at once."""
+    def env_with(curriculum_steps: int) -> VelocityEnv:
+        cfg = AnymalDFlatEnvCfg(num_envs=256, seed=3)
+        cfg.sim.dtype = "float32"
+        r = cfg.randomization
+        r.friction, r.base_mass_scale, r.stiffness_scale = (0.9, 1.0), (0.9, 1.1), (0.95, 1.05)
+        r.after_curriculum.friction, r.after_curriculum.base_mass_scale = (0.3, 0.5), (1.2, 1.3)
+        if curriculum_steps:
+            cfg.commands.curriculum_steps = curriculum_steps
+            cfg.commands.curriculum_initial_scale = 0.5
+        return VelocityEnv(cfg)
+
+    def drawn(env):
+        mass = (env.params["body_mass"][:, 0] / env.nominal["body_mass"][:, 0])
+        kp = env.params["joint_stiffness"][:, 0] / env.nominal["joint_stiffness"][:, 0]
+        return env.params["friction"], mass, kp
+
+    env = env_with(curriculum_steps=4)
+    f, m, kp = drawn(env)  # the first reset: the curriculum has not begun
+    assert f.min() >= 0.9 and f.max() <= 1.0 and m.max() < 1.2
+    with torch.no_grad():
+        for _ in range(5):
+            env.step(torch.zeros(env.num_envs, 12))
+    assert env.commands.progress == 1.0
+    env.reset()
+    f, m, kp = drawn(env)
+    assert f.min() >= 0.3 and f.max() <= 0.5 and f.std() > 0.03
+    assert m.min() >= 1.2 - 1e-6 and m.max() <= 1.3 + 1e-6
+    assert kp.min() >= 0.95 - 1e-6 and kp.max() <= 1.05 + 1e-6  # not set after the curriculum: unchanged
+    f, m, _ = drawn(env_with(curriculum_steps=0))
+    assert f.max() <= 0.5 and m.min() >= 1.2 - 1e-6
+
+
 def test_time_out_and_termination_flags():
     env = make_env()
     env.episode_length_buf[:] = env.max_episode_length - 1

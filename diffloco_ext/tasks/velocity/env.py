@@ -13,6 +13,7 @@ interval pushes (a velocity change of the base), then the observations.
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import torch
 from tensordict import TensorDict
@@ -211,6 +212,7 @@ class VelocityEnv(LocomotionEnv):
         if not r.enable:
             self.base_mass_scale = torch.where(mask, torch.ones_like(self.base_mass_scale), self.base_mass_scale)
             return {k: nom[k] for k in self.params}
+        r = SimpleNamespace(**r.ranges(curriculum_done=self.commands.progress >= 1.0))
         scale = torch.exp(self.uniform(math.log(r.base_mass_scale[0]), math.log(r.base_mass_scale[1]), N))
         self.base_mass_scale = torch.where(mask, scale, self.base_mass_scale)
         com = nom["body_com"].clone()

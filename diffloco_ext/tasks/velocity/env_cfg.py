@@ -18,6 +18,7 @@ sinusoidal foot-height reference; contact counts -> smooth penetration penalties
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -199,6 +200,23 @@ class RewardsCfg:
 
 
 @dataclass
+class RandomizationRangesCfg:
+    """Randomisation ranges that take the place of :class:`RandomizationCfg`'s once the command curriculum has
+    reached the full ranges (at once without a curriculum); ``None`` keeps that range. Units and meaning as there.
+
+    A training choice, as ``pushes_after_curriculum``: SHAC learns its first gait on narrow ranges and is then
+    fine-tuned on the ranges the validation checks (friction 0.4-1.2, +-5 kg, PD gains +-20 %; docs/tasks.md,
+    session 21)."""
+
+    friction: tuple[float, float] | None = None
+    base_mass_scale: tuple[float, float] | None = None
+    base_com_xy: float | None = None
+    base_com_z: float | None = None
+    stiffness_scale: tuple[float, float] | None = None
+    damping_scale: tuple[float, float] | None = None
+
+
+@dataclass
 class RandomizationCfg:
     """Domain randomisation, uniform, resampled for an env at each of its resets (paper A: observation noise,
     mass, friction, base velocity pushes; plus centre of mass and PD gains, which help transfer)."""
@@ -217,6 +235,19 @@ class RandomizationCfg:
     training choice: the early SHAC runs with pushes (and the full randomisation) from the start kept falling; after
     the curriculum, pushes of 0.5 m/s every 3-6 s halved the falls at fast commands, fine-tuning and from scratch
     (docs/tasks.md, session 11)."""
+    after_curriculum: RandomizationRangesCfg = field(default_factory=RandomizationRangesCfg)
+    """Ranges that replace these for the resets after the command curriculum is done (None: unchanged)."""
+
+    def ranges(self, curriculum_done: bool) -> dict[str, object]:
+        """The ranges in force: these, or with ``after_curriculum``'s set ones in their place once
+        ``curriculum_done``."""
+        names = [f.name for f in dataclasses.fields(RandomizationRangesCfg)]
+        out = {n: getattr(self, n) for n in names}
+        if curriculum_done:
+            out.update({n: getattr(self.after_curriculum, n) for n in names
+                        if getattr(self.after_curriculum, n) is not None})
+        return out
+
 
 
 @dataclass
