@@ -113,6 +113,13 @@ class SHACAlgorithmCfg:
     actor loss (0: off). The gradient-penalty form of Lipschitz-constrained policies (Chen et al., 2024,
     "Learning Smooth Humanoid Locomotion through Lipschitz-Constrained Policies"): it limits how fast the action
     can follow the state, so no reward term has to trade tracking for smoothness."""
+    lipschitz_penalty_final: float | None = None
+    """If set, λ moves linearly from ``lipschitz_penalty`` to this over ``lipschitz_ramp``."""
+    lipschitz_ramp: tuple[int, int] = (0, 0)
+    """Iterations ``(start, end)`` of λ's ramp, counted from the same origin as ``value_gradient_ramp``
+    (``value_gradient_ramp_from``). E.g. a light penalty while the gait settles after the curriculum and a
+    stronger one on the walking policy: 3e-3 from the curriculum's end kept SHAC from tracking, the same λ on a
+    walking policy lowered its torques and action rate (docs/tasks.md, session 21)."""
     lipschitz_samples: int = 1024
     """Observations of the rollout (drawn at random each iteration) the penalty is estimated on."""
     lipschitz_after_curriculum: bool = False

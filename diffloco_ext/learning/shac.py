@@ -99,6 +99,8 @@ class SHAC:
         value_gradient_ramp: tuple[int, int] | list[int] = (0, 0),
         value_gradient_ramp_from: str = "start",
         lipschitz_penalty: float = 0.0,
+        lipschitz_penalty_final: float | None = None,
+        lipschitz_ramp: tuple[int, int] | list[int] = (0, 0),
         lipschitz_samples: int = 1024,
         lipschitz_after_curriculum: bool = False,
         max_iterations: int = 1,
@@ -114,16 +116,17 @@ class SHAC:
                             ("value_gradient_scale_final", value_gradient_scale_final)):
             if scale is not None and not 0.0 <= scale <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {scale}.")
-        ramp = tuple(int(i) for i in value_gradient_ramp)
-        if len(ramp) != 2 or ramp[0] < 0 or ramp[1] < ramp[0]:
-            raise ValueError(f"value_gradient_ramp must be (start, end) iterations with 0 <= start <= end, got "
-                             f"{value_gradient_ramp}.")
+        ramp = _ramp("value_gradient_ramp", value_gradient_ramp)
+        lipschitz_ramp = _ramp("lipschitz_ramp", lipschitz_ramp)
         if value_gradient_ramp_from not in ("start", "curriculum_end"):
             raise ValueError(f"value_gradient_ramp_from must be 'start' or 'curriculum_end', got "
                              f"'{value_gradient_ramp_from}'.")
         if not (math.isfinite(lipschitz_penalty) and lipschitz_penalty >= 0.0) or int(lipschitz_samples) < 1:
             raise ValueError(f"lipschitz_penalty must be a finite number >= 0 and lipschitz_samples >= 1, got "
                              f"{lipschitz_penalty} and {lipschitz_samples}.")
+        if lipschitz_penalty_final is not None and not (math.isfinite(lipschitz_penalty_final)
+                                                        and lipschitz_penalty_final >= 0.0):
+            raise ValueError(f"lipschitz_penalty_final must be a finite number >= 0, got {lipschitz_penalty_final}.")
         if not 0.0 <= target_critic_alpha < 1.0:
             raise ValueError(f"target_critic_alpha must be in [0, 1), got {target_critic_alpha}.")
         self.device = device
@@ -145,6 +148,9 @@ class SHAC:
         self.value_gradient_ramp = ramp
         self.value_gradient_ramp_from = value_gradient_ramp_from
         self.lipschitz_penalty = float(lipschitz_penalty)
+        self.lipschitz_penalty_init = float(lipschitz_penalty)
+        self.lipschitz_penalty_final = None if lipschitz_penalty_final is None else float(lipschitz_penalty_final)
+        self.lipschitz_ramp = lipschitz_ramp
         self.lipschitz_samples = int(lipschitz_samples)
         self.lipschitz_after_curriculum = bool(lipschitz_after_curriculum)
         #: Whether the env's curriculum was complete at the last ``set_learning_rates`` (1 without a curriculum).
@@ -194,13 +200,13 @@ class SHAC:
         else:
             since = None if self.curriculum_end_iteration is None else iteration - self.curriculum_end_iteration
         if self.value_gradient_scale_final is not None:
-            start, end = self.value_gradient_ramp
-            if since is None:
-                frac = 0.0
-            else:
-                frac = 1.0 if since >= end else (0.0 if since <= start else (since - start) / (end - start))
+            frac = _ramp_fraction(since, self.value_gradient_ramp)
             self.value_gradient_scale = self.value_gradient_scale_init + frac * (
                 self.value_gradient_scale_final - self.value_gradient_scale_init)
+        if self.lipschitz_penalty_final is not None:
+            frac = _ramp_fraction(since, self.lipschitz_ramp)
+            self.lipschitz_penalty = self.lipschitz_penalty_init + frac * (
+                self.lipschitz_penalty_final - self.lipschitz_penalty_init)
         # the linear learning-rate decay counts from the same origin (with "curriculum_end": the initial rates until
         # the curriculum is done, then the decay over max_iterations; the main job of docs/tasks.md, session 10)
         lr_since = 0 if since is None else since
@@ -349,7 +355,8 @@ class SHAC:
             "skipped_critic_updates": float(skipped_critic),
         }
         if lipschitz is not None:
-            loss_dict["policy_lipschitz"] = float(lipschitz)
+            loss_dict["policy_lipschitz"] = float(lipschitz.detach())
+            loss_dict["lipschitz_penalty"] = self.lipschitz_penalty
         self._reset_rollout()
         return loss_dict
 
@@ -492,3 +499,18 @@ class SHAC:
             **alg_cfg,
         )
 
+
+def _ramp(name: str, ramp) -> tuple[int, int]:
+    """``(start, end)`` iterations of a ramp, checked."""
+    out = tuple(int(i) for i in ramp)
+    if len(out) != 2 or out[0] < 0 or out[1] < out[0]:
+        raise ValueError(f"{name} must be (start, end) iterations with 0 <= start <= end, got {ramp}.")
+    return out
+
+
+def _ramp_fraction(since: int | None, ramp: tuple[int, int]) -> float:
+    """How far along ``ramp`` (0 to 1) an iteration ``since`` the ramps' origin is (0 before the origin: None)."""
+    if since is None:
+        return 0.0
+    start, end = ramp
+    return 1.0 if since >= end else (0.0 if since <= start else (since - start) / (end - start))
