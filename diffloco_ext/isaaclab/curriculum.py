@@ -170,8 +170,8 @@ RANDOMIZATION_AFTER_CURRICULUM = tuple(f.name for f in dataclasses.fields(Random
 
 
 def event_params_after_curriculum(params: dict, env) -> dict[str, dict]:
-    """The event params that the ``*_after_curriculum`` curriculum params set, by event term (terms the config
-    has switched off are skipped; set params for an event the config does not have are an error)."""
+    """The event params that the ``*_after_curriculum`` curriculum params set, by event term (events the config
+    does not have or has switched off, e.g. with the randomisation off, are skipped: nothing to widen)."""
     def given(key):
         return params.get(f"{key}_after_curriculum")
 
