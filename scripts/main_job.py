@@ -284,8 +284,12 @@ def gait_plot(env, policy, out: str, seconds: float = 3.0) -> np.ndarray:
     t = np.arange(1, steps + 1) * env.step_dt
     joints, heights, refs, contacts = map(np.asarray, (joints, heights, refs, contacts))
     fig, axes = plt.subplots(3, 1, figsize=(11, 10), sharex=True)
+    # one colour per leg, one line style per joint type, so that the 12 traces stay apart (the default cycle has 10)
+    leg_colours = {"LF": "tab:blue", "RF": "tab:orange", "LH": "tab:green", "RH": "tab:red"}
+    styles = {"HAA": ":", "HFE": "--", "KFE": "-"}
     for j, name in enumerate(env.joint_names):
-        axes[0].plot(t, joints[:, j], lw=1, label=name)
+        leg, kind = name.split("_")[0], name.split("_")[-1]
+        axes[0].plot(t, joints[:, j], lw=1, label=name, color=leg_colours.get(leg), linestyle=styles.get(kind, "-"))
     axes[0].set_ylabel("joint angle (rad)")
     axes[0].legend(ncol=6, fontsize=7)
     for f, name in enumerate(env.foot_names):
