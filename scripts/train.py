@@ -30,7 +30,9 @@ from diffloco_ext.tasks.cfg_override import ConfigOverrideError
 def main(argv: list[str] | None = None) -> str:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_common_args(parser)
-    parser.add_argument("--max_iterations", type=int, default=None, help="learning iterations")
+    parser.add_argument("--max_iterations", type=int, default=None, help="learning iterations (with --resume: this many more, as rsl_rl's and Isaac "
+                        "Lab's learn(); SHAC's learning-rate schedule still spans this many from the run's "
+                        "origin, so to finish an interrupted schedule pass the iterations left)")
     parser.add_argument("--resume", action="store_true", help="continue from a checkpoint (--load_run/--checkpoint)")
     parser.add_argument("--logger", default=None, choices=["tensorboard", "wandb", "neptune"])
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (Warp runs on one core)")
