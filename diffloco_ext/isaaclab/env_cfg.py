@@ -322,9 +322,9 @@ class DiffLocoVelocityEnvCfg(ManagerBasedRLEnvCfg):
         self.sim.render_interval = self.decimation
         self.seed = t.seed
         # the lowest friction the robot draws (before or after the curriculum's widening): the ground's, by max
-        wide = t.randomization.after_curriculum.friction
-        friction_floor = (min(t.randomization.friction[0], wide[0]) if wide is not None
-                          else t.randomization.friction[0]) if t.randomization.enable else 1.0
+        rand = t.randomization
+        lows = [rand.friction[0]] + ([rand.after_curriculum.friction[0]] if rand.after_curriculum.friction else [])
+        friction_floor = min(lows) if rand.enable else 1.0
         self.sim.physics_material = ground_material(friction_floor)
         self.scene.ground.spawn = sim_utils.GroundPlaneCfg(usd_path=ground_usd_path(),
                                                           physics_material=ground_material(friction_floor))

@@ -78,6 +78,18 @@ def test_env_cfg_values_come_from_the_project_task(tmp_path, monkeypatch):
     assert base.rewards.foot_height_reference.params["std"] == ref.foot_height_reference.std
     assert base.events.physics_material.params["static_friction_range"] == ref.randomization.friction
 
+    class Widened(AnymalDFlatIsaacEnvCfg):  # the ground carries the lowest friction the robot draws (contacts: max)
+        def project_task(self):
+            t = AnymalDFlatEnvCfg()
+            t.randomization.friction = (0.7, 1.2)
+            t.randomization.after_curriculum.friction = (0.5, 1.2)
+            return t
+
+    widened = Widened()
+    assert widened.sim.physics_material.static_friction == 0.5
+    assert widened.curriculum.commands.params["friction_after_curriculum"] == (0.5, 1.2)
+    assert widened.events.physics_material.params["static_friction_range"] == (0.7, 1.2)
+
 
 def test_project_command_options_without_an_isaaclab_counterpart_are_clear_errors():
     """The project's boundary commands and the curriculum's performance gate have no counterpart in Isaac Lab's
