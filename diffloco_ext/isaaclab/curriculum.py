@@ -10,7 +10,8 @@ Isaac Lab's ``common_step_counter`` (policy steps, all envs step together) as th
 * the ``UniformVelocityCommand``'s ``cfg.ranges`` (``lin_vel_x``, ``lin_vel_y``, ``ang_vel_z``: the draws at each
   resample and the heading controller's yaw-rate clip, as the project's ``current_range``), and its
   ``cfg.resampling_time_range``;
-* the reward manager's weights of the ``after_curriculum`` terms (0, then the configured weight);
+* the reward manager's weights of the ``after_curriculum`` terms (0, then the configured weight) and of the
+  ``weights_after_curriculum`` terms (the configured weight, then the given one);
 * the push event's ``velocity_range`` (0, then the configured range);
 * the randomisation events' ranges (the project's ``RandomizationCfg.after_curriculum``): the ``*_after_curriculum``
   params put in place of the events' own once the ranges are full. The material term samples its friction when it is
@@ -69,6 +70,8 @@ class velocity_command_curriculum(ManagerTermBase):
     * ``start_step``: policy steps before this env's first (a resumed run's; see the module docstring);
     * ``resampling_time`` / ``resampling_time_final`` (s; final None: ``resampling_time`` throughout);
     * ``after_curriculum``: reward terms at weight 0 until the ranges are full (their configured weights after);
+    * ``weights_after_curriculum``: ``{term: weight}``, the weights these terms take once the ranges are full
+      (before: the configured ones, or 0 for a term ``after_curriculum`` names too);
     * ``push_term``: an event term whose ``velocity_range`` is held at 0 until then (None: pushes from the start). A
       term the config has switched off (``events.<name> = None``, as ``play_mode`` does with the pushes) is
       nothing to hold; a name the config does not have is an error.
@@ -104,11 +107,16 @@ class velocity_command_curriculum(ManagerTermBase):
             raise ValueError(f"velocity_command_curriculum: start_step must be >= 0, got {self._start_step}")
         known = set(env.reward_manager.active_terms)
         names = list(p.get("after_curriculum") or ())
-        unknown = [n for n in names if n not in known]
-        if unknown:
-            raise ValueError(f"velocity_command_curriculum: after_curriculum names unknown reward terms {unknown}; "
-                             f"the terms are {sorted(known)}")
-        self._weights = {n: float(env.reward_manager.get_term_cfg(n).weight) for n in names}
+        final = {str(k): float(w) for k, w in dict(p.get("weights_after_curriculum") or {}).items()}
+        for key, given in (("after_curriculum", names), ("weights_after_curriculum", list(final))):
+            unknown = [n for n in given if n not in known]
+            if unknown:
+                raise ValueError(f"velocity_command_curriculum: {key} names unknown reward terms {unknown}; "
+                                 f"the terms are {sorted(known)}")
+        configured = {n: float(env.reward_manager.get_term_cfg(n).weight) for n in (*names, *final)}
+        #: reward term -> (weight while the ranges widen, weight once they are full)
+        self._weights = {n: (0.0 if n in names else configured[n], final.get(n, configured[n]))
+                         for n in configured}
         self._push_term = p.get("push_term")
         self._push_range = None
         if self._push_term is not None and getattr(env.cfg.events, self._push_term, ...) is None:
@@ -129,7 +137,7 @@ class velocity_command_curriculum(ManagerTermBase):
     def __call__(self, env, env_ids, command_name: str = "base_velocity", num_steps: int = 0,
                  initial_scale: float = 1.0, initial_lin_vel_x=None, initial_lin_vel_y=None, initial_ang_vel_z=None,
                  start_step: int = 0, resampling_time: float = 10.0, resampling_time_final: float | None = None,
-                 after_curriculum: Sequence[str] = (), push_term: str | None = None,
+                 after_curriculum: Sequence[str] = (), weights_after_curriculum=None, push_term: str | None = None,
                  friction_after_curriculum=None, base_mass_scale_after_curriculum=None,
                  base_com_xy_after_curriculum=None, base_com_z_after_curriculum=None,
                  stiffness_scale_after_curriculum=None, damping_scale_after_curriculum=None) -> dict[str, float]:
@@ -139,9 +147,9 @@ class velocity_command_curriculum(ManagerTermBase):
         period = resampling_time_final if (resampling_time_final is not None and p >= 1.0) else resampling_time
         self._command_cfg.resampling_time_range = (float(period), float(period))
         done = p >= 1.0
-        for name, weight in self._weights.items():
+        for name, (before, after) in self._weights.items():
             term_cfg = env.reward_manager.get_term_cfg(name)
-            term_cfg.weight = weight if done else 0.0
+            term_cfg.weight = after if done else before
             env.reward_manager.set_term_cfg(name, term_cfg)
         if self._push_term is not None:
             push_cfg = env.event_manager.get_term_cfg(self._push_term)

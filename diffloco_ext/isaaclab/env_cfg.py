@@ -25,7 +25,7 @@ joint, the project one factor per env), pushes of +-0.5 m/s every 10-15 s. Reset
 (:mod:`.curriculum`).
 
 The project's command curriculum (initial ranges widening to the full ones, then the final resampling period, the
-``after_curriculum`` reward terms and the pushes) is the curriculum term ``commands`` (:mod:`.curriculum`), on
+``after_curriculum`` reward terms, the ``weights_after_curriculum`` weights and the pushes) is the curriculum term ``commands`` (:mod:`.curriculum`), on
 Isaac Lab's policy-step counter; the project's default task has none (the term keeps the full ranges). The main
 job's training settings as ``isaaclab`` overrides: ``config/isaaclab/main_job_overrides.txt``.
 
@@ -181,6 +181,7 @@ def curriculum_cfg(c: task_cfg.CommandsCfg, r: task_cfg.RewardsCfg, rand: task_c
             "start_step": 0,
             "resampling_time": c.resampling_time, "resampling_time_final": c.resampling_time_final,
             "after_curriculum": list(r.after_curriculum),
+            "weights_after_curriculum": dict(r.weights_after_curriculum),
             "push_term": "push_robot" if pushes and rand.pushes_after_curriculum else None,
             **{f"{name}_after_curriculum": getattr(rand.after_curriculum, name)
                for name in RANDOMIZATION_AFTER_CURRICULUM}})

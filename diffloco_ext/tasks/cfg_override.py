@@ -149,6 +149,11 @@ def _convert(key: str, current, annotation, value):
     if isinstance(current, dict):
         if not isinstance(value, dict):
             fail("a mapping")
+        key_type, item_type = (typing.get_args(annotation) or (None, None)) if annotation else (None, None)
+        if key_type is not None and any(not isinstance(k, key_type) for k in value):
+            fail(f"a mapping with {key_type.__name__} keys")
+        if item_type is not None:  # e.g. dict[str, float]: every value converted as a field of that type
+            return {k: _convert(f"{key}.{k}", None, item_type, v) for k, v in value.items()}
         return value
     return value
 

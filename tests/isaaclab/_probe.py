@@ -127,7 +127,8 @@ def probe_curriculum(env) -> dict:
     command = env.command_manager.get_term("base_velocity").cfg
     params = {"command_name": "base_velocity", "num_steps": 100, "initial_lin_vel_x": (0.5, 1.0),
               "initial_lin_vel_y": (0.0, 0.0), "initial_ang_vel_z": (0.0, 0.0), "resampling_time": 10.0,
-              "resampling_time_final": 4.0, "after_curriculum": ["foot_slip"], "push_term": "push_robot"}
+              "resampling_time_final": 4.0, "after_curriculum": ["foot_slip"], "push_term": "push_robot",
+              "weights_after_curriculum": {"action_rate": -0.05}}
     env.reward_manager.get_term_cfg("foot_slip").weight = -1.0
     term = velocity_command_curriculum(CurriculumTermCfg(func=velocity_command_curriculum, params=params), env)
     out = {"full_lin_vel_x": list(command.ranges.lin_vel_x)}
@@ -139,6 +140,7 @@ def probe_curriculum(env) -> dict:
             "lin_vel_y": list(command.ranges.lin_vel_y), "ang_vel_z": list(command.ranges.ang_vel_z),
             "resampling_time_range": list(command.resampling_time_range),
             "foot_slip_weight": env.reward_manager.get_term_cfg("foot_slip").weight,
+            "action_rate_weight": env.reward_manager.get_term_cfg("action_rate").weight,
             "push_x": list(env.event_manager.get_term_cfg("push_robot").params["velocity_range"]["x"])}
     # the commands the env draws at the clock's 0 follow the initial ranges (a reset resamples every env)
     env.common_step_counter = 0
@@ -152,6 +154,12 @@ def probe_curriculum(env) -> dict:
         out["unknown_term_error"] = ""
     except ValueError as e:
         out["unknown_term_error"] = str(e)
+    try:
+        velocity_command_curriculum(CurriculumTermCfg(func=velocity_command_curriculum, params={
+            **params, "weights_after_curriculum": {"no_such_weight": 1.0}}), env)
+        out["unknown_weight_error"] = ""
+    except ValueError as e:
+        out["unknown_weight_error"] = str(e)
     # a push term switched off in the config (play mode) is nothing to hold; an unknown name is an error
     saved_push, env.cfg.events.push_robot = env.cfg.events.push_robot, None
     out["push_off_ok"] = velocity_command_curriculum(

@@ -71,7 +71,8 @@ def test_env_builds_resets_and_steps(probe, engine):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_command_curriculum_term_sets_ranges_weights_and_pushes(probe, engine):
     """The project's command curriculum on Isaac Lab's managers: initial ranges at the clock's 0, halfway at 50,
-    the full ranges with the final period, the after-curriculum term's weight and the pushes at 100."""
+    the full ranges with the final period, the after-curriculum term's weight, the after-curriculum weight of
+    another term and the pushes at 100."""
     c = probe(engine)["curriculum"]
     full = c["full_lin_vel_x"]
     start, half, end = c["0"], c["50"], c["100"]
@@ -81,12 +82,15 @@ def test_command_curriculum_term_sets_ranges_weights_and_pushes(probe, engine):
     assert end["lin_vel_x"] == full and end["ang_vel_z"] == [-1.0, 1.0]
     assert start["resampling_time_range"] == [10.0, 10.0] and end["resampling_time_range"] == [4.0, 4.0]
     assert start["foot_slip_weight"] == 0.0 and half["foot_slip_weight"] == 0.0 and end["foot_slip_weight"] == -1.0
+    # weights_after_curriculum: the configured weight (Isaac Lab's -0.01) until the ranges are full, then its own
+    assert start["action_rate_weight"] == half["action_rate_weight"] == -0.01 and end["action_rate_weight"] == -0.05
     assert start["push_x"] == [0.0, 0.0] and end["push_x"] == [-0.5, 0.5]
     commands = np.asarray(c["commands_at_0"])  # drawn from the initial ranges (standing envs: zero)
     moving = np.abs(commands).sum(1) > 0
     assert moving.any() and np.all((commands[moving, 0] >= 0.5) & (commands[moving, 0] <= 1.0))
     assert np.all(commands[:, 1:] == 0.0)
     assert "no_such_term" in c["unknown_term_error"]
+    assert "weights_after_curriculum names unknown reward terms ['no_such_weight']" in c["unknown_weight_error"]
     assert c["resumed_progress"] == 0.5  # start_step 50 of 100
     assert c["push_off_ok"] == 0.0 and "no_such_push" in c["unknown_push_error"]
 

@@ -259,6 +259,42 @@ def test_after_curriculum_terms_count_only_once_the_curriculum_is_done():
         VelocityEnv(cfg)
 
 
+def test_weights_after_curriculum_replace_the_weights_once_the_curriculum_is_done():
+    """``rewards.weights_after_curriculum``: the field's weight while the commands widen, the given one after (and
+    for a term ``after_curriculum`` names too: 0, then the given one)."""
+    from diffloco_ext.tasks.velocity import rewards as R
+
+    cfg = AnymalDFlatEnvCfg(num_envs=2, seed=3)
+    cfg.sim.dtype = "float64"
+    cfg.observation_noise.enable = cfg.randomization.enable = False
+    cfg.rewards.excess_joint_vel, cfg.rewards.excess_joint_vel_ratio = -0.1, 0.0  # every joint speed counts
+    cfg.rewards.foot_slip = -0.5
+    cfg.rewards.after_curriculum = ("foot_slip",)
+    cfg.rewards.weights_after_curriculum = {"excess_joint_vel": -0.3, "foot_slip": -2.0}
+    cfg.commands.curriculum_steps = 3
+    cfg.commands.curriculum_initial_scale = 0.5
+    env = VelocityEnv(cfg)
+    env.reset()
+    weights = []
+    for _ in range(5):
+        env.step(torch.zeros(2, 12, dtype=torch.float64))
+        _, terms = env._rewards(env.last_output, (env.q, env.u))
+        raw = R.excess_joint_vel_l2(env.u[:, 6:], 0.0) * env.step_dt
+        weights.append((terms["excess_joint_vel"] / raw).mean().item())
+        slip = terms["foot_slip"].abs().max().item()
+        assert (slip == 0.0) == (env.commands.progress < 1.0)
+    assert weights[0] == pytest.approx(-0.1) and weights[-1] == pytest.approx(-0.3)
+    slip_raw = R.foot_slip(env.foot_height, env.last_output.foot_vel, cfg.rewards.foot_slip_height,
+                           cfg.rewards.foot_slip_width) * env.step_dt
+    torch.testing.assert_close(terms["foot_slip"], -2.0 * slip_raw)
+    cfg.rewards.weights_after_curriculum = {"action_rates": -0.05}
+    with pytest.raises(ValueError, match="weights_after_curriculum names unknown reward terms \\['action_rates'\\]"):
+        VelocityEnv(cfg)
+    cfg.rewards.weights_after_curriculum = {"action_rate": float("nan")}
+    with pytest.raises(ValueError, match="finite numbers"):
+        VelocityEnv(cfg)
+
+
 def test_randomisation_stays_in_its_ranges():
     env = make_env(num_envs=64, dtype="float32")
     r = env.cfg.randomization

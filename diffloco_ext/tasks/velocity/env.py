@@ -55,10 +55,15 @@ class VelocityEnv(LocomotionEnv):
         self._base_bodies = [i for i, n in enumerate(names) if n == "base"]
         self._thigh_bodies = [i for i, n in enumerate(names) if n.endswith("THIGH")]
         self._undesired_bodies = [i for i, n in enumerate(names) if n.endswith(("THIGH", "SHANK"))]
-        unknown = [k for k in self.cfg.rewards.after_curriculum if k not in REWARD_TERMS]
-        if unknown:
-            raise ValueError(f"env.rewards.after_curriculum names unknown reward terms {unknown}; the terms are "
-                             f"{list(REWARD_TERMS)}")
+        for key in ("after_curriculum", "weights_after_curriculum"):
+            unknown = [k for k in getattr(self.cfg.rewards, key) if k not in REWARD_TERMS]
+            if unknown:
+                raise ValueError(f"env.rewards.{key} names unknown reward terms {unknown}; the terms are "
+                                 f"{list(REWARD_TERMS)}")
+        bad = {k: w for k, w in self.cfg.rewards.weights_after_curriculum.items()
+               if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w)}
+        if bad:
+            raise ValueError(f"env.rewards.weights_after_curriculum: weights must be finite numbers, got {bad}")
 
     def base_state(self) -> BaseState:
         return BaseState(self.q, self.u, self.params["body_com"][:, 0])
@@ -146,8 +151,10 @@ class VelocityEnv(LocomotionEnv):
             "foot_touchdown": (c.foot_touchdown, R.foot_touchdown(self.foot_height, out.foot_vel,
                                                                  c.foot_touchdown_height, c.foot_touchdown_width)),
         }
-        if c.after_curriculum and self.commands.progress < 1.0:
+        if self.commands.progress < 1.0:
             terms.update({k: (0.0, terms[k][1]) for k in c.after_curriculum})
+        else:
+            terms.update({k: (float(w), terms[k][1]) for k, w in c.weights_after_curriculum.items()})
         self.foot_height = self.foot_height.detach()
         weighted = {k: w * v * self.step_dt for k, (w, v) in terms.items()}
         return sum(weighted.values()), weighted

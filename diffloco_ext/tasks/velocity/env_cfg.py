@@ -159,7 +159,10 @@ class RewardsCfg:
 
     ``after_curriculum`` names terms that count only once the command curriculum has reached the full ranges
     (weight 0 before; at once without a curriculum): a training choice, so that a term shaping the gait does not
-    change how the policy first learns to walk.
+    change how the policy first learns to walk. ``weights_after_curriculum`` (term -> weight) replaces the weights
+    of the terms it names once the curriculum is done (before: their fields' weights, or 0 for the terms that
+    ``after_curriculum`` names too): e.g. a stronger ``action_rate`` for a walking policy, while the first gait is
+    learnt with Isaac Lab's.
     """
 
     track_lin_vel_xy: float = 1.0
@@ -197,6 +200,7 @@ class RewardsCfg:
     foot_touchdown_height: float = 0.03  # m: 1/2 here; a foot descending 0.5 m/s crosses the band within a policy step
     foot_touchdown_width: float = 0.01  # m
     after_curriculum: tuple[str, ...] = ()
+    weights_after_curriculum: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
