@@ -203,10 +203,24 @@ def test_list_envs_prints_every_task(capsys):
 
 def _flatten(d, prefix=""):
     for k, v in d.items():
-        if isinstance(v, dict) and k not in ("obs_groups",):
+        if isinstance(v, dict) and k not in ("obs_groups", "weights_after_curriculum"):
             yield from _flatten(v, f"{prefix}{k}.")
         else:
             yield f"{prefix}{k}", v
+
+
+def test_mapping_fields_take_typed_mappings():
+    """A field annotated ``dict[str, float]`` (``env.rewards.weights_after_curriculum``): a YAML mapping whose values
+    are converted as floats; a non-mapping, a key of another type and a value that is no number are errors."""
+    cfg = registry.load_cfg(TASK)
+    apply_overrides(cfg, {"rewards.weights_after_curriculum": "{action_rate: -5e-2, foot_slip: -1}"}, "env")
+    assert cfg.rewards.weights_after_curriculum == {"action_rate": -0.05, "foot_slip": -1.0}
+    assert all(type(w) is float for w in cfg.rewards.weights_after_curriculum.values())
+    for bad, match in (("[action_rate]", "a mapping"), ("{1: 2.0}", "str keys"),
+                       ("{action_rate: fast}", "weights_after_curriculum.action_rate': expected float"),
+                       ("{action_rate: true}", "expected float")):
+        with pytest.raises(ConfigOverrideError, match=match):
+            apply_overrides(cfg, {"rewards.weights_after_curriculum": bad}, "env")
 
 
 def test_config_round_trip_through_yaml(tmp_path):
@@ -215,7 +229,8 @@ def test_config_round_trip_through_yaml(tmp_path):
 
     cfg = registry.load_cfg(TASK)
     apply_overrides(cfg, {"sim.contact": "hard", "sim.contact.iterations": "6", "num_envs": "12",
-                          "randomization.friction": "[0.3, 0.9]", "commands.heading_command": "false"})
+                          "randomization.friction": "[0.3, 0.9]", "commands.heading_command": "false",
+                          "rewards.weights_after_curriculum": "{action_rate: -0.05}"})
     dump_yaml(cfg, str(tmp_path / "env.yaml"))
     loaded = yaml.safe_load(open(tmp_path / "env.yaml"))
     fresh = registry.load_cfg(TASK)
