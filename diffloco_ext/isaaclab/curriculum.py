@@ -36,7 +36,7 @@ from collections.abc import Sequence
 
 from isaaclab.managers import CurriculumTermCfg, ManagerTermBase
 
-from diffloco_ext.tasks.velocity.env_cfg import RandomizationRangesCfg
+from diffloco_ext.tasks.velocity.env_cfg import RandomizationRangesCfg, RewardsCfg
 
 COMMANDS = ("lin_vel_x", "lin_vel_y", "ang_vel_z")
 
@@ -71,7 +71,9 @@ class velocity_command_curriculum(ManagerTermBase):
     * ``resampling_time`` / ``resampling_time_final`` (s; final None: ``resampling_time`` throughout);
     * ``after_curriculum``: reward terms at weight 0 until the ranges are full (their configured weights after);
     * ``weights_after_curriculum``: ``{term: weight}``, the weights these terms take once the ranges are full
-      (before: the configured ones, or 0 for a term ``after_curriculum`` names too);
+      (before: the configured ones, or 0 for a term ``after_curriculum`` names too); ``weights_ramp``
+      ``(start, end)``: policy steps after the ranges are full over which they take over linearly (the project's
+      ``RewardsCfg.weights_ramp``; ``(0, 0)``: at once);
     * ``push_term``: an event term whose ``velocity_range`` is held at 0 until then (None: pushes from the start). A
       term the config has switched off (``events.<name> = None``, as ``play_mode`` does with the pushes) is
       nothing to hold; a name the config does not have is an error.
@@ -114,9 +116,14 @@ class velocity_command_curriculum(ManagerTermBase):
                 raise ValueError(f"velocity_command_curriculum: {key} names unknown reward terms {unknown}; "
                                  f"the terms are {sorted(known)}")
         configured = {n: float(env.reward_manager.get_term_cfg(n).weight) for n in (*names, *final)}
-        #: reward term -> (weight while the ranges widen, weight once they are full)
-        self._weights = {n: (0.0 if n in names else configured[n], final.get(n, configured[n]))
+        #: reward term -> (weight while the ranges widen, once they are full, at the ramp's end)
+        self._weights = {n: (0.0 if n in names else configured[n], configured[n], final.get(n, configured[n]))
                          for n in configured}
+        self._ramp = tuple(int(x) for x in p.get("weights_ramp") or (0, 0))
+        if len(self._ramp) != 2 or not 0 <= self._ramp[0] <= self._ramp[1]:
+            raise ValueError(f"velocity_command_curriculum: weights_ramp must be (start, end) with 0 <= start <= end, "
+                             f"got {p.get('weights_ramp')!r}")
+        self._ramp_cfg = RewardsCfg(weights_ramp=self._ramp)  # its weights_ramp_fraction: the project's ramp
         self._push_term = p.get("push_term")
         self._push_range = None
         if self._push_term is not None and getattr(env.cfg.events, self._push_term, ...) is None:
@@ -137,19 +144,23 @@ class velocity_command_curriculum(ManagerTermBase):
     def __call__(self, env, env_ids, command_name: str = "base_velocity", num_steps: int = 0,
                  initial_scale: float = 1.0, initial_lin_vel_x=None, initial_lin_vel_y=None, initial_ang_vel_z=None,
                  start_step: int = 0, resampling_time: float = 10.0, resampling_time_final: float | None = None,
-                 after_curriculum: Sequence[str] = (), weights_after_curriculum=None, push_term: str | None = None,
+                 after_curriculum: Sequence[str] = (), weights_after_curriculum=None, weights_ramp=(0, 0),
+                 push_term: str | None = None,
                  friction_after_curriculum=None, base_mass_scale_after_curriculum=None,
                  base_com_xy_after_curriculum=None, base_com_z_after_curriculum=None,
                  stiffness_scale_after_curriculum=None, damping_scale_after_curriculum=None) -> dict[str, float]:
-        p = self.progress(self._start_step + int(env.common_step_counter))
+        step = self._start_step + int(env.common_step_counter)
+        p = self.progress(step)
         for name in COMMANDS:
             setattr(self._command_cfg.ranges, name, interpolated_range(self._initial[name], self._full[name], p))
         period = resampling_time_final if (resampling_time_final is not None and p >= 1.0) else resampling_time
         self._command_cfg.resampling_time_range = (float(period), float(period))
         done = p >= 1.0
-        for name, (before, after) in self._weights.items():
+        since_done = max(0, step - self._num_steps) if self._has_curriculum else step
+        f = self._ramp_cfg.weights_ramp_fraction(since_done)
+        for name, (before, after, final) in self._weights.items():
             term_cfg = env.reward_manager.get_term_cfg(name)
-            term_cfg.weight = after if done else before
+            term_cfg.weight = after + f * (final - after) if done else before
             env.reward_manager.set_term_cfg(name, term_cfg)
         if self._push_term is not None:
             push_cfg = env.event_manager.get_term_cfg(self._push_term)

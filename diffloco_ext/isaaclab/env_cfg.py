@@ -181,7 +181,7 @@ def curriculum_cfg(c: task_cfg.CommandsCfg, r: task_cfg.RewardsCfg, rand: task_c
             "start_step": 0,
             "resampling_time": c.resampling_time, "resampling_time_final": c.resampling_time_final,
             "after_curriculum": list(r.after_curriculum),
-            "weights_after_curriculum": dict(r.weights_after_curriculum),
+            "weights_after_curriculum": dict(r.weights_after_curriculum), "weights_ramp": list(r.weights_ramp),
             "push_term": "push_robot" if pushes and rand.pushes_after_curriculum else None,
             **{f"{name}_after_curriculum": getattr(rand.after_curriculum, name)
                for name in RANDOMIZATION_AFTER_CURRICULUM}})

@@ -154,6 +154,15 @@ def probe_curriculum(env) -> dict:
         out["unknown_term_error"] = ""
     except ValueError as e:
         out["unknown_term_error"] = str(e)
+    # weights_ramp: the after-curriculum weights take over over policy steps 20-100 after the ranges are full
+    ramped = {**params, "weights_ramp": (20, 100)}
+    ramp_term = velocity_command_curriculum(CurriculumTermCfg(func=velocity_command_curriculum, params=ramped), env)
+    out["ramp_action_rate"] = []
+    for step in (100, 160, 300):
+        env.common_step_counter = step
+        ramp_term(env, slice(None), **ramped)
+        out["ramp_action_rate"].append(env.reward_manager.get_term_cfg("action_rate").weight)
+    env.common_step_counter = 0
     try:
         velocity_command_curriculum(CurriculumTermCfg(func=velocity_command_curriculum, params={
             **params, "weights_after_curriculum": {"no_such_weight": 1.0}}), env)

@@ -84,6 +84,7 @@ def test_command_curriculum_term_sets_ranges_weights_and_pushes(probe, engine):
     assert start["foot_slip_weight"] == 0.0 and half["foot_slip_weight"] == 0.0 and end["foot_slip_weight"] == -1.0
     # weights_after_curriculum: the configured weight (Isaac Lab's -0.01) until the ranges are full, then its own
     assert start["action_rate_weight"] == half["action_rate_weight"] == -0.01 and end["action_rate_weight"] == -0.05
+    assert c["ramp_action_rate"] == pytest.approx([-0.01, -0.03, -0.05])  # weights_ramp (20, 100): 0, 1/2, 1
     assert start["push_x"] == [0.0, 0.0] and end["push_x"] == [-0.5, 0.5]
     commands = np.asarray(c["commands_at_0"])  # drawn from the initial ranges (standing envs: zero)
     moving = np.abs(commands).sum(1) > 0

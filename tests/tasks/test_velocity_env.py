@@ -287,6 +287,24 @@ def test_weights_after_curriculum_replace_the_weights_once_the_curriculum_is_don
     slip_raw = R.foot_slip(env.foot_height, env.last_output.foot_vel, cfg.rewards.foot_slip_height,
                            cfg.rewards.foot_slip_width) * env.step_dt
     torch.testing.assert_close(terms["foot_slip"], -2.0 * slip_raw)
+    # weights_ramp: the new weights take over linearly over policy steps 1-3 after the curriculum's end
+    cfg.rewards.weights_ramp = (1, 3)
+    env = VelocityEnv(cfg)
+    env.reset()
+    fractions = []
+    for _ in range(7):
+        env.step(torch.zeros(2, 12, dtype=torch.float64))
+        _, terms = env._rewards(env.last_output, (env.q, env.u))
+        raw = R.excess_joint_vel_l2(env.u[:, 6:], 0.0) * env.step_dt
+        since = env.commands.steps_since_done
+        f = 0.0 if env.commands.progress < 1.0 or since < 1 else min(1.0, (since - 1) / 2)
+        assert (terms["excess_joint_vel"] / raw).mean().item() == pytest.approx(-0.1 + f * (-0.3 + 0.1))
+        fractions.append(f)
+    assert fractions[0] == 0.0 and 0.5 in fractions and fractions[-1] == 1.0
+    cfg.rewards.weights_ramp = (3, 1)
+    with pytest.raises(ValueError, match="weights_ramp"):
+        VelocityEnv(cfg)
+    cfg.rewards.weights_ramp = (0, 0)
     cfg.rewards.weights_after_curriculum = {"action_rates": -0.05}
     with pytest.raises(ValueError, match="weights_after_curriculum names unknown reward terms \\['action_rates'\\]"):
         VelocityEnv(cfg)

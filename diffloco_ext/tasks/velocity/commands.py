@@ -103,6 +103,12 @@ class VelocityCommand:
             return 1.0
         return min(1.0, self.steps / c.curriculum_steps)
 
+    @property
+    def steps_since_done(self) -> int:
+        """Policy steps since the curriculum reached the full ranges (all steps when it is off; 0 before the end)."""
+        c = self.cfg
+        return max(0, self.steps - c.curriculum_steps) if c.has_curriculum else self.steps
+
     def current_range(self, name: str) -> tuple[float, float]:
         """The range of command ``name`` (``lin_vel_x``, ``lin_vel_y``, ``ang_vel_z``) now: linear from the
         curriculum's initial range (``curriculum_initial_<name>``, else ``curriculum_initial_scale`` x the range)

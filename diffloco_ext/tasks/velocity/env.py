@@ -60,6 +60,10 @@ class VelocityEnv(LocomotionEnv):
             if unknown:
                 raise ValueError(f"env.rewards.{key} names unknown reward terms {unknown}; the terms are "
                                  f"{list(REWARD_TERMS)}")
+        start, end = self.cfg.rewards.weights_ramp
+        if not 0 <= start <= end:
+            raise ValueError(f"env.rewards.weights_ramp must be 0 <= start <= end (policy steps after the curriculum's "
+                             f"end), got {self.cfg.rewards.weights_ramp!r}")
         bad = {k: w for k, w in self.cfg.rewards.weights_after_curriculum.items()
                if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w)}
         if bad:
@@ -153,8 +157,10 @@ class VelocityEnv(LocomotionEnv):
         }
         if self.commands.progress < 1.0:
             terms.update({k: (0.0, terms[k][1]) for k in c.after_curriculum})
-        else:
-            terms.update({k: (float(w), terms[k][1]) for k, w in c.weights_after_curriculum.items()})
+        elif c.weights_after_curriculum:
+            f = c.weights_ramp_fraction(self.commands.steps_since_done)
+            terms.update({k: (terms[k][0] + f * (float(w) - terms[k][0]), terms[k][1])
+                          for k, w in c.weights_after_curriculum.items()})
         self.foot_height = self.foot_height.detach()
         weighted = {k: w * v * self.step_dt for k, (w, v) in terms.items()}
         return sum(weighted.values()), weighted

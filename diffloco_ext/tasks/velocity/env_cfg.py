@@ -162,7 +162,8 @@ class RewardsCfg:
     change how the policy first learns to walk. ``weights_after_curriculum`` (term -> weight) replaces the weights
     of the terms it names once the curriculum is done (before: their fields' weights, or 0 for the terms that
     ``after_curriculum`` names too): e.g. a stronger ``action_rate`` for a walking policy, while the first gait is
-    learnt with Isaac Lab's.
+    learnt with Isaac Lab's. ``weights_ramp`` ``(start, end)``: policy steps after the curriculum's end over which
+    they take over linearly (the fields' weights until ``start``, the new ones from ``end``; ``(0, 0)``: at once).
     """
 
     track_lin_vel_xy: float = 1.0
@@ -201,6 +202,23 @@ class RewardsCfg:
     foot_touchdown_width: float = 0.01  # m
     after_curriculum: tuple[str, ...] = ()
     weights_after_curriculum: dict[str, float] = field(default_factory=dict)
+    weights_ramp: tuple[int, int] = (0, 0)  # policy steps after the curriculum's end
+
+    def weights_ramp_fraction(self, steps_since_done: int) -> float:
+        """How far ``weights_after_curriculum`` have taken over, ``steps_since_done`` policy steps after the
+        curriculum's end: 0 before ``weights_ramp[0]``, 1 from ``weights_ramp[1]`` on, linear between."""
+        start, end = self.weights_ramp
+        if steps_since_done >= end:
+            return 1.0
+        if steps_since_done < start:
+            return 0.0
+        return (steps_since_done - start) / (end - start)
+
+    def __post_init__(self):
+        start, end = self.weights_ramp
+        if not (isinstance(start, int) and isinstance(end, int)) or not 0 <= start <= end:
+            raise ValueError(f"rewards.weights_ramp must be two integers 0 <= start <= end (policy steps), got "
+                             f"{self.weights_ramp!r}")
 
 
 @dataclass
