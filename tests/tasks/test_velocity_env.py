@@ -234,7 +234,9 @@ def test_torque_saturation_term_is_the_validations_measure_and_differentiable():
             assert grad[i, j].item() == pytest.approx(fd, rel=1e-6, abs=1e-9)
 
 
-def test_after_curriculum_terms_count_only_once_the_curriculum_is_done():
+def _curriculum_cfg() -> AnymalDFlatEnvCfg:
+    """Two envs in float64, no noise or randomisation, a 3-step command curriculum; ``excess_joint_vel`` -0.1 on every
+    joint speed, ``foot_slip`` -0.5 only after the curriculum."""
     cfg = AnymalDFlatEnvCfg(num_envs=2, seed=3)
     cfg.sim.dtype = "float64"
     cfg.observation_noise.enable = cfg.randomization.enable = False
@@ -244,16 +246,31 @@ def test_after_curriculum_terms_count_only_once_the_curriculum_is_done():
     cfg.rewards.after_curriculum = ("foot_slip",)
     cfg.commands.curriculum_steps = 3
     cfg.commands.curriculum_initial_scale = 0.5
+    return cfg
+
+
+def _step_rewards(env: VelocityEnv) -> dict[str, torch.Tensor]:
+    """One zero-action step; the weighted reward terms of it, and ``excess_joint_vel``'s weight (its weighted term
+    over the unweighted one) as ``"excess_joint_vel_weight"``."""
+    from diffloco_ext.tasks.velocity import rewards as R
+
+    env.step(torch.zeros(2, 12, dtype=torch.float64))
+    _, terms = env._rewards(env.last_output, (env.q, env.u))
+    raw = R.excess_joint_vel_l2(env.u[:, 6:], 0.0) * env.step_dt
+    return {**terms, "excess_joint_vel_weight": (terms["excess_joint_vel"] / raw).mean()}
+
+
+def test_after_curriculum_terms_count_only_once_the_curriculum_is_done():
+    cfg = _curriculum_cfg()
     env = VelocityEnv(cfg)
     env.reset()
     slips = []
     for _ in range(5):
-        env.step(torch.zeros(2, 12, dtype=torch.float64))
-        _, terms = env._rewards(env.last_output, (env.q, env.u))
+        terms = _step_rewards(env)
         slips.append(terms["foot_slip"].abs().max().item())
         assert terms["excess_joint_vel"].abs().max().item() > 0.0  # not named: counts from the start
     assert slips[0] == 0.0 and slips[-1] > 0.0 and env.commands.progress == 1.0
-    assert set(terms) == set(REWARD_TERMS)
+    assert set(terms) == set(REWARD_TERMS) | {"excess_joint_vel_weight"}
     cfg.rewards.after_curriculum = ("foot_slide",)
     with pytest.raises(ValueError, match="unknown reward terms \\['foot_slide'\\]"):
         VelocityEnv(cfg)
@@ -264,25 +281,15 @@ def test_weights_after_curriculum_replace_the_weights_once_the_curriculum_is_don
     for a term ``after_curriculum`` names too: 0, then the given one)."""
     from diffloco_ext.tasks.velocity import rewards as R
 
-    cfg = AnymalDFlatEnvCfg(num_envs=2, seed=3)
-    cfg.sim.dtype = "float64"
-    cfg.observation_noise.enable = cfg.randomization.enable = False
-    cfg.rewards.excess_joint_vel, cfg.rewards.excess_joint_vel_ratio = -0.1, 0.0  # every joint speed counts
-    cfg.rewards.foot_slip = -0.5
-    cfg.rewards.after_curriculum = ("foot_slip",)
+    cfg = _curriculum_cfg()
     cfg.rewards.weights_after_curriculum = {"excess_joint_vel": -0.3, "foot_slip": -2.0}
-    cfg.commands.curriculum_steps = 3
-    cfg.commands.curriculum_initial_scale = 0.5
     env = VelocityEnv(cfg)
     env.reset()
     weights = []
     for _ in range(5):
-        env.step(torch.zeros(2, 12, dtype=torch.float64))
-        _, terms = env._rewards(env.last_output, (env.q, env.u))
-        raw = R.excess_joint_vel_l2(env.u[:, 6:], 0.0) * env.step_dt
-        weights.append((terms["excess_joint_vel"] / raw).mean().item())
-        slip = terms["foot_slip"].abs().max().item()
-        assert (slip == 0.0) == (env.commands.progress < 1.0)
+        terms = _step_rewards(env)
+        weights.append(terms["excess_joint_vel_weight"].item())
+        assert (terms["foot_slip"].abs().max().item() == 0.0) == (env.commands.progress < 1.0)
     assert weights[0] == pytest.approx(-0.1) and weights[-1] == pytest.approx(-0.3)
     slip_raw = R.foot_slip(env.foot_height, env.last_output.foot_vel, cfg.rewards.foot_slip_height,
                            cfg.rewards.foot_slip_width) * env.step_dt
@@ -293,12 +300,10 @@ def test_weights_after_curriculum_replace_the_weights_once_the_curriculum_is_don
     env.reset()
     fractions = []
     for _ in range(7):
-        env.step(torch.zeros(2, 12, dtype=torch.float64))
-        _, terms = env._rewards(env.last_output, (env.q, env.u))
-        raw = R.excess_joint_vel_l2(env.u[:, 6:], 0.0) * env.step_dt
+        terms = _step_rewards(env)
         since = env.commands.steps_since_done
         f = 0.0 if env.commands.progress < 1.0 or since < 1 else min(1.0, (since - 1) / 2)
-        assert (terms["excess_joint_vel"] / raw).mean().item() == pytest.approx(-0.1 + f * (-0.3 + 0.1))
+        assert terms["excess_joint_vel_weight"].item() == pytest.approx(-0.1 + f * (-0.3 + 0.1))
         fractions.append(f)
     assert fractions[0] == 0.0 and 0.5 in fractions and fractions[-1] == 1.0
     cfg.rewards.weights_ramp = (3, 1)
