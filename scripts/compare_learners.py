@@ -123,8 +123,10 @@ def plot_closed_loop(curves: dict[str, dict], out: str) -> None:
 
 
 def report_closed_loop(curves: dict[str, dict]) -> dict:
-    """For each run: the samples and minutes at which its checkpoints first reach the other runs' final
-    closed-loop planar error (and the final values)."""
+    """For each run: the samples and minutes at which its checkpoints first reach another run's final closed-loop
+    tracking, i.e. its planar error *and* its fall rate or fewer falls (the error is measured on the steps before a
+    fall, so a checkpoint that tracks while it stands but falls in most episodes has not reached it), and the final
+    values."""
     summary = {}
     for label, c in curves.items():
         final = c["rows"][-1]
@@ -136,16 +138,18 @@ def report_closed_loop(curves: dict[str, dict]) -> dict:
         for other, o in curves.items():
             if other == label:
                 continue
-            target = o["rows"][-1]["lin_vel_error"]
-            hit = [i for i, r in enumerate(c["rows"]) if r["lin_vel_error"] <= target]
+            target, falls = o["rows"][-1]["lin_vel_error"], o["rows"][-1]["fall_rate"]
+            hit = [i for i, r in enumerate(c["rows"]) if r["lin_vel_error"] <= target and r["fall_rate"] <= falls]
+            what = f"{other}'s final planar error {target:.3f} m/s with at most its falls ({falls:.0%})"
             if hit:
                 i = hit[0]
-                print(f"  {label} reaches {other}'s final planar error {target:.3f} m/s at {c['samples'][i]:.3g} "
-                      f"samples, {c['minutes'][i]:.1f} min (the other: {o['samples'][-1]:.3g} samples, "
-                      f"{o['minutes'][-1]:.1f} min)")
-                summary[label][f"reaches_{other}"] = {"samples": float(c["samples"][i]), "minutes": float(c["minutes"][i])}
+                print(f"  {label} reaches {what} at it {c['rows'][i]['iteration']}, {c['samples'][i]:.3g} samples, "
+                      f"{c['minutes'][i]:.1f} min (the other: {o['samples'][-1]:.3g} samples, {o['minutes'][-1]:.1f} min)")
+                summary[label][f"reaches_{other}"] = {"iteration": c["rows"][i]["iteration"],
+                                                      "samples": float(c["samples"][i]),
+                                                      "minutes": float(c["minutes"][i])}
             else:
-                print(f"  {label} does not reach {other}'s final planar error {target:.3f} m/s")
+                print(f"  {label} does not reach {what}")
     return summary
 
 

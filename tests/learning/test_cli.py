@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 
+import numpy as np
 import onnxruntime
 import pytest
 import torch
@@ -193,6 +194,25 @@ def test_compare_learners_measures_checkpoints_closed_loop(tmp_path):
         assert all(0.0 <= r["fall_rate"] <= 1.0 and r["lin_vel_error"] >= 0.0 for r in curve)
         assert all(b["samples"] > a["samples"] and b["minutes"] >= a["minutes"] for a, b in zip(curve, curve[1:]))
         assert run["final"] == {k: v for k, v in curve[-1].items() if k not in ("samples", "minutes")}
+
+
+def test_compare_learners_counts_a_checkpoint_as_reaching_only_without_more_falls(capsys):
+    """A checkpoint whose planar error is below the other run's final one but which falls more often has not reached
+    its tracking (the error is measured before the falls); the first one that matches both has."""
+    compare = load_script("compare_learners")
+
+    def curve(rows):
+        rows = [dict(zip(("iteration", "lin_vel_error", "fall_rate"), r), ang_vel_error=0.1) for r in rows]
+        return {"rows": rows, "samples": np.arange(1.0, len(rows) + 1) * 1e6, "minutes": np.arange(1.0, len(rows) + 1)}
+
+    curves = {"A": curve([(50, 0.10, 0.67), (100, 0.12, 0.01), (150, 0.14, 0.0), (200, 0.12, 0.0)]),
+              "B": curve([(50, 0.30, 0.0), (100, 0.12, 0.0)])}
+    summary = compare.report_closed_loop(curves)
+    assert summary["A"]["reaches_B"] == {"iteration": 200, "samples": 4e6, "minutes": 4.0}  # not 50 (falls), not 100
+    assert summary["B"]["reaches_A"]["iteration"] == 100
+    curves["A"]["rows"][-1]["fall_rate"] = 0.02
+    assert "reaches_B" not in compare.report_closed_loop(curves)["A"]
+    assert "A does not reach B's final planar error 0.120 m/s with at most its falls (0%)" in capsys.readouterr().out
 
 
 def test_list_envs_prints_every_task(capsys):
