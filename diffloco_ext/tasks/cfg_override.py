@@ -36,10 +36,16 @@ def apply_overrides(cfg, overrides: dict[str, str], root: str = "cfg"):
     """Set each dotted ``path`` of ``cfg`` (a dataclass, nested) to its parsed value, in place; returns ``cfg``."""
     for path, text in overrides.items():
         *parents, name = path.split(".")
-        owner = cfg
+        owner, holder = cfg, None
         for i, part in enumerate(parents):
-            owner = _child(owner, part, f"{root}.{'.'.join(parents[:i + 1])}")
+            holder, owner = owner, _child(owner, part, f"{root}.{'.'.join(parents[:i + 1])}")
         full = f"{root}.{path}"
+        if isinstance(owner, dict) and dataclasses.is_dataclass(holder):
+            # one entry of a mapping field (``env.rewards.weights_after_curriculum.action_rate=-0.05``): typed by
+            # the field's annotation (``dict[str, float]``: the value as a float), added if it is not there yet
+            args = typing.get_args(_annotation(holder, parents[-1]) or dict)
+            owner[name] = _convert(full, owner.get(name), args[1] if len(args) == 2 else None, _parse(text))
+            continue
         if not dataclasses.is_dataclass(owner) or name not in {f.name for f in dataclasses.fields(owner)}:
             fields = [f.name for f in dataclasses.fields(owner)] if dataclasses.is_dataclass(owner) else []
             raise ConfigOverrideError(f"unknown config key '{full}': {type(owner).__name__} has {fields}")

@@ -231,7 +231,8 @@ def _flatten(d, prefix=""):
 
 def test_mapping_fields_take_typed_mappings():
     """A field annotated ``dict[str, float]`` (``env.rewards.weights_after_curriculum``): a YAML mapping whose values
-    are converted as floats; a non-mapping, a key of another type and a value that is no number are errors."""
+    are converted as floats, or one entry by its dotted key; a non-mapping, a key of another type and a value that is
+    no number are errors."""
     cfg = registry.load_cfg(TASK)
     apply_overrides(cfg, {"rewards.weights_after_curriculum": "{action_rate: -5e-2, foot_slip: -1}"}, "env")
     assert cfg.rewards.weights_after_curriculum == {"action_rate": -0.05, "foot_slip": -1.0}
@@ -241,6 +242,12 @@ def test_mapping_fields_take_typed_mappings():
                        ("{action_rate: true}", "expected float")):
         with pytest.raises(ConfigOverrideError, match=match):
             apply_overrides(cfg, {"rewards.weights_after_curriculum": bad}, "env")
+    # one entry (Isaac Lab's / Hydra's dotted form): replaced or added, typed as the mapping's values
+    apply_overrides(cfg, {"rewards.weights_after_curriculum.action_rate": "-0.1",
+                          "rewards.weights_after_curriculum.excess_joint_vel": "-3"}, "env")
+    assert cfg.rewards.weights_after_curriculum == {"action_rate": -0.1, "foot_slip": -1.0, "excess_joint_vel": -3.0}
+    with pytest.raises(ConfigOverrideError, match="weights_after_curriculum.joint_acc': expected float"):
+        apply_overrides(cfg, {"rewards.weights_after_curriculum.joint_acc": "high"}, "env")
 
 
 def test_config_round_trip_through_yaml(tmp_path):
