@@ -36,7 +36,8 @@ from collections.abc import Sequence
 
 from isaaclab.managers import CurriculumTermCfg, ManagerTermBase
 
-from diffloco_ext.tasks.velocity.env_cfg import RandomizationRangesCfg, RewardsCfg
+from diffloco_ext.tasks.schedule import checked_ramp, ramp_fraction
+from diffloco_ext.tasks.velocity.env_cfg import RandomizationRangesCfg
 
 COMMANDS = ("lin_vel_x", "lin_vel_y", "ang_vel_z")
 
@@ -119,11 +120,8 @@ class velocity_command_curriculum(ManagerTermBase):
         #: reward term -> (weight while the ranges widen, once they are full, at the ramp's end)
         self._weights = {n: (0.0 if n in names else configured[n], configured[n], final.get(n, configured[n]))
                          for n in configured}
-        self._ramp = tuple(int(x) for x in p.get("weights_ramp") or (0, 0))
-        if len(self._ramp) != 2 or not 0 <= self._ramp[0] <= self._ramp[1]:
-            raise ValueError(f"velocity_command_curriculum: weights_ramp must be (start, end) with 0 <= start <= end, "
-                             f"got {p.get('weights_ramp')!r}")
-        self._ramp_cfg = RewardsCfg(weights_ramp=self._ramp)  # its weights_ramp_fraction: the project's ramp
+        self._ramp = checked_ramp("velocity_command_curriculum: weights_ramp", p.get("weights_ramp") or (0, 0),
+                                  "policy steps after the ranges are full")
         self._push_term = p.get("push_term")
         self._push_range = None
         if self._push_term is not None and getattr(env.cfg.events, self._push_term, ...) is None:
@@ -157,7 +155,7 @@ class velocity_command_curriculum(ManagerTermBase):
         self._command_cfg.resampling_time_range = (float(period), float(period))
         done = p >= 1.0
         since_done = max(0, step - self._num_steps) if self._has_curriculum else step
-        f = self._ramp_cfg.weights_ramp_fraction(since_done)
+        f = ramp_fraction(since_done, self._ramp)
         for name, (before, after, final) in self._weights.items():
             term_cfg = env.reward_manager.get_term_cfg(name)
             term_cfg.weight = after + f * (final - after) if done else before

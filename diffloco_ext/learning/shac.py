@@ -34,6 +34,7 @@ from rsl_rl.utils import reduce_gradients_in_buckets, resolve_class, resolve_obs
 from tensordict import TensorDict
 
 from diffloco_ext.learning.env import FINAL_OBS_KEY, split_dones
+from diffloco_ext.tasks.schedule import checked_ramp, ramp_fraction
 
 
 def td_lambda_targets(
@@ -116,8 +117,8 @@ class SHAC:
                             ("value_gradient_scale_final", value_gradient_scale_final)):
             if scale is not None and not 0.0 <= scale <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {scale}.")
-        ramp = _ramp("value_gradient_ramp", value_gradient_ramp)
-        lipschitz_ramp = _ramp("lipschitz_ramp", lipschitz_ramp)
+        ramp = checked_ramp("value_gradient_ramp", value_gradient_ramp)
+        lipschitz_ramp = checked_ramp("lipschitz_ramp", lipschitz_ramp)
         if value_gradient_ramp_from not in ("start", "curriculum_end"):
             raise ValueError(f"value_gradient_ramp_from must be 'start' or 'curriculum_end', got "
                              f"'{value_gradient_ramp_from}'.")
@@ -200,11 +201,11 @@ class SHAC:
         else:
             since = None if self.curriculum_end_iteration is None else iteration - self.curriculum_end_iteration
         if self.value_gradient_scale_final is not None:
-            frac = _ramp_fraction(since, self.value_gradient_ramp)
+            frac = ramp_fraction(since, self.value_gradient_ramp)
             self.value_gradient_scale = self.value_gradient_scale_init + frac * (
                 self.value_gradient_scale_final - self.value_gradient_scale_init)
         if self.lipschitz_penalty_final is not None:
-            frac = _ramp_fraction(since, self.lipschitz_ramp)
+            frac = ramp_fraction(since, self.lipschitz_ramp)
             self.lipschitz_penalty = self.lipschitz_penalty_init + frac * (
                 self.lipschitz_penalty_final - self.lipschitz_penalty_init)
         # the linear learning-rate decay counts from the same origin (with "curriculum_end": the initial rates until
@@ -498,19 +499,3 @@ class SHAC:
             multi_gpu_cfg=cfg.get("multi_gpu"),
             **alg_cfg,
         )
-
-
-def _ramp(name: str, ramp) -> tuple[int, int]:
-    """``(start, end)`` iterations of a ramp, checked."""
-    out = tuple(int(i) for i in ramp)
-    if len(out) != 2 or out[0] < 0 or out[1] < out[0]:
-        raise ValueError(f"{name} must be (start, end) iterations with 0 <= start <= end, got {ramp}.")
-    return out
-
-
-def _ramp_fraction(since: int | None, ramp: tuple[int, int]) -> float:
-    """How far along ``ramp`` (0 to 1) an iteration ``since`` the ramps' origin is (0 before the origin: None)."""
-    if since is None:
-        return 0.0
-    start, end = ramp
-    return 1.0 if since >= end else (0.0 if since <= start else (since - start) / (end - start))

@@ -20,6 +20,7 @@ from tensordict import TensorDict
 
 from ..locomotion_env import LocomotionEnv
 from ..robot_state import BaseState, quat_rotate_inverse, yaw_quat
+from ..schedule import checked_ramp, ramp_fraction
 from . import rewards as R
 from .commands import VelocityCommand
 from .env_cfg import VelocityEnvCfg
@@ -60,10 +61,8 @@ class VelocityEnv(LocomotionEnv):
             if unknown:
                 raise ValueError(f"env.rewards.{key} names unknown reward terms {unknown}; the terms are "
                                  f"{list(REWARD_TERMS)}")
-        start, end = self.cfg.rewards.weights_ramp
-        if not 0 <= start <= end:
-            raise ValueError(f"env.rewards.weights_ramp must be 0 <= start <= end (policy steps after the curriculum's "
-                             f"end), got {self.cfg.rewards.weights_ramp!r}")
+        self._weights_ramp = checked_ramp("env.rewards.weights_ramp", self.cfg.rewards.weights_ramp,
+                                          "policy steps after the curriculum's end")
         bad = {k: w for k, w in self.cfg.rewards.weights_after_curriculum.items()
                if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w)}
         if bad:
@@ -158,7 +157,7 @@ class VelocityEnv(LocomotionEnv):
         if self.commands.progress < 1.0:
             terms.update({k: (0.0, terms[k][1]) for k in c.after_curriculum})
         elif c.weights_after_curriculum:
-            f = c.weights_ramp_fraction(self.commands.steps_since_done)
+            f = ramp_fraction(self.commands.steps_since_done, self._weights_ramp)
             terms.update({k: (terms[k][0] + f * (float(w) - terms[k][0]), terms[k][1])
                           for k, w in c.weights_after_curriculum.items()})
         self.foot_height = self.foot_height.detach()

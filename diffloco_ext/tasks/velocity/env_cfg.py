@@ -204,22 +204,6 @@ class RewardsCfg:
     weights_after_curriculum: dict[str, float] = field(default_factory=dict)
     weights_ramp: tuple[int, int] = (0, 0)  # policy steps after the curriculum's end
 
-    def weights_ramp_fraction(self, steps_since_done: int) -> float:
-        """How far ``weights_after_curriculum`` have taken over, ``steps_since_done`` policy steps after the
-        curriculum's end: 0 before ``weights_ramp[0]``, 1 from ``weights_ramp[1]`` on, linear between."""
-        start, end = self.weights_ramp
-        if steps_since_done >= end:
-            return 1.0
-        if steps_since_done < start:
-            return 0.0
-        return (steps_since_done - start) / (end - start)
-
-    def __post_init__(self):
-        start, end = self.weights_ramp
-        if not (isinstance(start, int) and isinstance(end, int)) or not 0 <= start <= end:
-            raise ValueError(f"rewards.weights_ramp must be two integers 0 <= start <= end (policy steps), got "
-                             f"{self.weights_ramp!r}")
-
 
 @dataclass
 class RandomizationRangesCfg:
