@@ -121,7 +121,9 @@ TASK = "DiffLoco-Velocity-Flat-AnymalD"
 #: checkpoint 600 with them for 400 iterations brought the largest RMS torque from 0.51-0.54 to 0.45-0.48 of the
 #: effort limit, the action rate from 0.18-0.19 to 0.10-0.13 and the peak joint speed in MuJoCo from 0.97-1.66 to
 #: 0.77-1.00 x the no-load speed in the default validation; at once from the curriculum's end, the run stopped
-#: tracking (docs/tasks.md, session 22).
+#: tracking (docs/tasks.md, session 22). The friction after the curriculum reaches down to 0.3, below the validation's
+#: 0.4: in 60 MuJoCo episodes at 0.4, fine-tuning session 22's checkpoint 600 on 0.4-1.2 fell 28 times, on 0.3-1.2
+#: none (the same fine-tuning otherwise; docs/tasks.md, session 23).
 #: Validation: no noise, nominal parameters, full ranges.
 TRAINING_OVERRIDES = ["env.observation_noise.enable=false", "env.rewards.track_lin_vel_xy=4.0",
                       "env.rewards.track_ang_vel_z=2.0", "env.rewards.joint_torques=0.0",
@@ -145,7 +147,7 @@ TRAINING_OVERRIDES = ["env.observation_noise.enable=false", "env.rewards.track_l
                       "env.rewards.after_curriculum=[foot_slip, excess_joint_vel, torque_saturation]",
                       "agent.algorithm.lipschitz_penalty=1e-3", "agent.algorithm.lipschitz_after_curriculum=true",
                       "env.rewards.foot_height_reference=3.0",
-                      "env.randomization.after_curriculum.friction=[0.4, 1.2]",
+                      "env.randomization.after_curriculum.friction=[0.3, 1.2]",
                       "env.randomization.after_curriculum.base_mass_scale=[0.8, 1.25]",
                       "env.randomization.after_curriculum.stiffness_scale=[0.8, 1.2]",
                       "env.randomization.after_curriculum.damping_scale=[0.8, 1.2]"]

@@ -70,7 +70,10 @@ def test_main_job_overrides_give_the_main_jobs_task(tmp_path, monkeypatch):
     assert not problems, "\n".join(problems)
     # the default config differs (the check compares something)
     assert diff(sections(AnymalDFlatIsaacEnvCfg()), sections(expected))
-    # what the file does not carry: the ground's friction floor (the task's lower bound, 0.4 by default; training
-    # friction 0.7-1.2 on the robot, and the contact takes the larger value, so the floor does not act)
-    assert resolved.sim.physics_material.friction_combine_mode == "max"
-    assert resolved.sim.physics_material.static_friction <= 0.7
+    # the ground's friction: contacts combine by max, so the ground carries the lowest friction the robot draws
+    for material in (resolved.sim.physics_material, resolved.scene.ground.spawn.physics_material):
+        assert material.friction_combine_mode == "max"
+        assert material.static_friction == expected.sim.physics_material.static_friction
+        assert material.dynamic_friction == expected.sim.physics_material.dynamic_friction
+    rand = expected.project_task().randomization
+    assert expected.sim.physics_material.static_friction == min(rand.friction[0], rand.after_curriculum.friction[0])
