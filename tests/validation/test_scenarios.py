@@ -146,3 +146,19 @@ def test_the_fast_commands_file_puts_every_planar_command_at_the_edge():
     speed = vxy.norm(dim=1)
     assert float(speed.min()) >= 0.85 - 1e-6 and float(speed.max()) <= math.sqrt(2) + 1e-6
     assert float((speed > 1.1).double().mean()) > 0.3  # 0.35, against ~0.1 for uniform commands
+
+
+def test_the_hard_cases_file_runs_friction_04_and_each_pd_gain_corner_apart():
+    """``anymal_d_hard_cases.yaml``: 60 episodes at friction 0.4 and 30 at each corner of the +-20 % PD-gain square,
+    the default set's hardest cases (3 episodes each there), with the default set's gates."""
+    config = load_config(default_config_path("anymal_d").parent / "anymal_d_hard_cases.yaml")
+    default = load_config(default_config_path("anymal_d"))
+    by_name = {s.name: s for s in config.scenarios}
+    assert sorted(by_name) == ["friction_04", "kp08_kd08", "kp08_kd12", "kp12_kd08", "kp12_kd12"]
+    friction = by_name["friction_04"]
+    assert friction.episodes * len(friction.seeds) == 60 and friction.parameter("friction", 0) == 0.4
+    corners = {(by_name[n].parameter("stiffness_scale", 0), by_name[n].parameter("damping_scale", 0))
+               for n in by_name if n.startswith("kp")}
+    assert corners == {(0.8, 0.8), (1.2, 1.2), (0.8, 1.2), (1.2, 0.8)}
+    assert all(by_name[n].episodes * len(by_name[n].seeds) == 30 for n in by_name if n.startswith("kp"))
+    assert config.gates == default.gates and by_name["kp08_kd12"].gates == {s.name: s for s in default.scenarios}["pd_gains"].gates
