@@ -121,9 +121,12 @@ TASK = "DiffLoco-Velocity-Flat-AnymalD"
 #: checkpoint 600 with them for 400 iterations brought the largest RMS torque from 0.51-0.54 to 0.45-0.48 of the
 #: effort limit, the action rate from 0.18-0.19 to 0.10-0.13 and the peak joint speed in MuJoCo from 0.97-1.66 to
 #: 0.77-1.00 x the no-load speed in the default validation; at once from the curriculum's end, the run stopped
-#: tracking (docs/tasks.md, session 22). The friction after the curriculum reaches down to 0.3, below the validation's
-#: 0.4: in 60 MuJoCo episodes at 0.4, fine-tuning session 22's checkpoint 600 on 0.4-1.2 fell 28 times, on 0.3-1.2
-#: none (the same fine-tuning otherwise; docs/tasks.md, session 23).
+#: tracking (docs/tasks.md, session 22). After the curriculum the friction reaches down to 0.3 and the PD gains
+#: +-30 %, beyond the validation's 0.4 and +-20 %: a policy is weakest at the edge of its training ranges. On the
+#: validation's hardest cases at counts where a few-per-cent rate shows (config/validation/anymal_d_hard_cases.yaml,
+#: 60 episodes at friction 0.4, 30 per PD-gain corner) the main job's policy fell 3 + 3 times in MuJoCo (8 + 1 in hard
+#: contact) on session 22's ranges, 0 + 12 (0 + 5) with friction 0.3-1.2, 0 + 1 (0 + 0) with both; in the default
+#: validation none of the latter's 75 + 75 episodes fell (docs/tasks.md, session 23).
 #: Validation: no noise, nominal parameters, full ranges.
 TRAINING_OVERRIDES = ["env.observation_noise.enable=false", "env.rewards.track_lin_vel_xy=4.0",
                       "env.rewards.track_ang_vel_z=2.0", "env.rewards.joint_torques=0.0",
@@ -149,8 +152,8 @@ TRAINING_OVERRIDES = ["env.observation_noise.enable=false", "env.rewards.track_l
                       "env.rewards.foot_height_reference=3.0",
                       "env.randomization.after_curriculum.friction=[0.3, 1.2]",
                       "env.randomization.after_curriculum.base_mass_scale=[0.8, 1.25]",
-                      "env.randomization.after_curriculum.stiffness_scale=[0.8, 1.2]",
-                      "env.randomization.after_curriculum.damping_scale=[0.8, 1.2]"]
+                      "env.randomization.after_curriculum.stiffness_scale=[0.7, 1.3]",
+                      "env.randomization.after_curriculum.damping_scale=[0.7, 1.3]"]
 #: Checkpoints whose actions change by more than this RMS per policy step rank after the smooth ones in the
 #: selection: the smooth policies of docs/tasks.md run at 0.17-0.46, a chattering run of session 9 at 0.8-1.3
 #: (0 falls in our hard contact, 100 / 100 in MuJoCo).
