@@ -121,12 +121,11 @@ TASK = "DiffLoco-Velocity-Flat-AnymalD"
 #: checkpoint 600 with them for 400 iterations brought the largest RMS torque from 0.51-0.54 to 0.45-0.48 of the
 #: effort limit, the action rate from 0.18-0.19 to 0.10-0.13 and the peak joint speed in MuJoCo from 0.97-1.66 to
 #: 0.77-1.00 x the no-load speed in the default validation; at once from the curriculum's end, the run stopped
-#: tracking (docs/tasks.md, session 22). After the curriculum the friction reaches down to 0.3 and the PD gains
-#: +-30 %, beyond the validation's 0.4 and +-20 %: a policy is weakest at the edge of its training ranges. On the
-#: validation's hardest cases at counts where a few-per-cent rate shows (config/validation/anymal_d_hard_cases.yaml,
-#: 60 episodes at friction 0.4, 30 per PD-gain corner) the main job's policy fell 3 + 3 times in MuJoCo (8 + 1 in hard
-#: contact) on session 22's ranges, 0 + 12 (0 + 5) with friction 0.3-1.2, 0 + 1 (0 + 0) with both; in the default
-#: validation none of the latter's 75 + 75 episodes fell (docs/tasks.md, session 23).
+#: tracking (docs/tasks.md, session 22). Ranges beyond the validation's (friction 0.3-1.2, PD gains +-30 % after the
+#: curriculum) removed nearly every fall of its hardest cases (config/validation/anymal_d_hard_cases.yaml: 21 -> 6 in
+#: two seeds' 360 + 360 episodes) but cost tracking and falls at nominal parameters (the issue's 100 uniform episodes:
+#: 2 -> 10 falls over two seeds and both validators, planar error up to 0.20 m/s): not adopted (docs/tasks.md,
+#: session 23).
 #: Validation: no noise, nominal parameters, full ranges.
 TRAINING_OVERRIDES = ["env.observation_noise.enable=false", "env.rewards.track_lin_vel_xy=4.0",
                       "env.rewards.track_ang_vel_z=2.0", "env.rewards.joint_torques=0.0",
@@ -150,10 +149,10 @@ TRAINING_OVERRIDES = ["env.observation_noise.enable=false", "env.rewards.track_l
                       "env.rewards.after_curriculum=[foot_slip, excess_joint_vel, torque_saturation]",
                       "agent.algorithm.lipschitz_penalty=1e-3", "agent.algorithm.lipschitz_after_curriculum=true",
                       "env.rewards.foot_height_reference=3.0",
-                      "env.randomization.after_curriculum.friction=[0.3, 1.2]",
+                      "env.randomization.after_curriculum.friction=[0.4, 1.2]",
                       "env.randomization.after_curriculum.base_mass_scale=[0.8, 1.25]",
-                      "env.randomization.after_curriculum.stiffness_scale=[0.7, 1.3]",
-                      "env.randomization.after_curriculum.damping_scale=[0.7, 1.3]"]
+                      "env.randomization.after_curriculum.stiffness_scale=[0.8, 1.2]",
+                      "env.randomization.after_curriculum.damping_scale=[0.8, 1.2]"]
 #: Checkpoints whose actions change by more than this RMS per policy step rank after the smooth ones in the
 #: selection: the smooth policies of docs/tasks.md run at 0.17-0.46, a chattering run of session 9 at 0.8-1.3
 #: (0 falls in our hard contact, 100 / 100 in MuJoCo).
