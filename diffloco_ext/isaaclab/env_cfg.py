@@ -259,6 +259,9 @@ def terminations_cfg(t: task_cfg.TerminationsCfg):
 def events_cfg(rand: task_cfg.RandomizationCfg, reset: task_cfg.ResetCfg):
     v = reset.velocity
     on = rand.enable
+    if rand.edge_fraction or rand.after_curriculum.edge_fraction:
+        raise ValueError("randomization.edge_fraction (draws at the ranges' endpoints) has no counterpart in Isaac "
+                         "Lab's randomisation events, which draw uniformly: set it to 0 for the Isaac Lab task")
 
     @configclass
     class EventsCfg:

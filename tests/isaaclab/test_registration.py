@@ -93,8 +93,9 @@ def test_env_cfg_values_come_from_the_project_task(tmp_path, monkeypatch):
 
 def test_project_command_options_without_an_isaaclab_counterpart_are_clear_errors():
     """The project's boundary commands and the curriculum's performance gate have no counterpart in Isaac Lab's
-    ``UniformVelocityCommand`` and step counter: mapping a task that uses them is an error, not a silently different
-    task. The curriculum itself maps (``curriculum_cfg``)."""
+    ``UniformVelocityCommand`` and step counter, nor the randomisation's draws at the ranges' endpoints
+    (``edge_fraction``) in Isaac Lab's uniform events: mapping a task that uses them is an error, not a silently
+    different task. The curriculum itself maps (``curriculum_cfg``)."""
     from diffloco_ext.isaaclab.env_cfg import commands_cfg, curriculum_cfg
     from diffloco_ext.tasks.velocity.env_cfg import CommandsCfg, RandomizationCfg, RewardsCfg
 
@@ -102,6 +103,13 @@ def test_project_command_options_without_an_isaaclab_counterpart_are_clear_error
         commands_cfg(CommandsCfg(boundary_command_fraction=0.5))
     with pytest.raises(ValueError, match="curriculum_gate_lin_vel_error"):
         commands_cfg(CommandsCfg(curriculum_steps=10, curriculum_initial_scale=0.5, curriculum_gate_lin_vel_error=0.3))
+    from diffloco_ext.isaaclab.env_cfg import events_cfg
+    from diffloco_ext.tasks.velocity.env_cfg import RandomizationRangesCfg, ResetCfg
+    with pytest.raises(ValueError, match="edge_fraction"):
+        events_cfg(RandomizationCfg(edge_fraction=0.3), ResetCfg())
+    with pytest.raises(ValueError, match="edge_fraction"):
+        events_cfg(RandomizationCfg(after_curriculum=RandomizationRangesCfg(edge_fraction=0.3)), ResetCfg())
+    assert events_cfg(RandomizationCfg(), ResetCfg()).actuator_gains is not None
     assert commands_cfg(CommandsCfg()).base_velocity.resampling_time_range == (10.0, 10.0)
     # without a curriculum the final period holds from the start; with one, the initial period (the term switches)
     assert commands_cfg(CommandsCfg(resampling_time_final=4.0)).base_velocity.resampling_time_range == (4.0, 4.0)

@@ -369,6 +369,51 @@ def test_randomisation_widens_once_the_curriculum_is_done():
     assert f.max() <= 0.5 and m.min() >= 1.2 - 1e-6
 
 
+def test_edge_fraction_puts_that_share_of_the_draws_on_the_ranges_endpoints():
+    """``randomization.edge_fraction``: about that fraction of each range's draws sits at one of its two endpoints
+    (either, about equally), the rest uniform inside; 0 leaves the draws (and the seed's stream) as they were; set
+    after the curriculum it applies to the resets after it; a value outside [0, 1] is an error naming the field."""
+    def env_with(edge, after=None, curriculum_steps=0, seed=5):
+        cfg = AnymalDFlatEnvCfg(num_envs=2000, seed=seed)
+        cfg.sim.dtype = "float32"
+        cfg.randomization.edge_fraction = edge
+        cfg.randomization.after_curriculum.edge_fraction = after
+        if curriculum_steps:
+            cfg.commands.curriculum_steps = curriculum_steps
+            cfg.commands.curriculum_initial_scale = 0.5
+        return VelocityEnv(cfg)
+
+    def at_edges(env):
+        r = env.cfg.randomization
+        f = env.params["friction"]
+        kp = env.params["joint_stiffness"][:, 0] / env.nominal["joint_stiffness"][:, 0]
+        lo = (f - r.friction[0]).abs() < 1e-6
+        hi = (f - r.friction[1]).abs() < 1e-6
+        kp_edge = ((kp - r.stiffness_scale[0]).abs() < 1e-5) | ((kp - r.stiffness_scale[1]).abs() < 1e-5)
+        assert f.min() >= r.friction[0] - 1e-6 and f.max() <= r.friction[1] + 1e-6
+        assert kp.min() >= r.stiffness_scale[0] - 1e-5 and kp.max() <= r.stiffness_scale[1] + 1e-5
+        return lo.float().mean().item(), hi.float().mean().item(), kp_edge.float().mean().item()
+
+    lo, hi, kp_edge = at_edges(env_with(0.4))
+    assert lo == pytest.approx(0.2, abs=0.04) and hi == pytest.approx(0.2, abs=0.04)
+    assert kp_edge == pytest.approx(0.4, abs=0.05)
+    assert at_edges(env_with(0.0)) == (0.0, 0.0, 0.0)
+    torch.testing.assert_close(env_with(0.0).params["friction"], env_with(0.0, after=0.0).params["friction"])
+    env = env_with(0.0, after=1.0, curriculum_steps=4)
+    assert at_edges(env)[:2] == (0.0, 0.0)  # the curriculum has not begun
+    with torch.no_grad():
+        for _ in range(5):
+            env.step(torch.zeros(env.num_envs, 12))
+    env.reset()
+    lo, hi, kp_edge = at_edges(env)
+    assert lo + hi == pytest.approx(1.0) and kp_edge == pytest.approx(1.0) and 0.4 < lo < 0.6
+    for bad in (1.5, -0.1, True):
+        with pytest.raises(ValueError, match="env.randomization.edge_fraction must be a fraction"):
+            env_with(bad)
+    with pytest.raises(ValueError, match="after_curriculum.edge_fraction"):
+        env_with(0.0, after=2.0)
+
+
 def test_time_out_and_termination_flags():
     env = make_env()
     env.episode_length_buf[:] = env.max_episode_length - 1

@@ -12,6 +12,7 @@ interval pushes (a velocity change of the base), then the observations.
 
 from __future__ import annotations
 
+import functools
 import math
 from types import SimpleNamespace
 
@@ -67,6 +68,11 @@ class VelocityEnv(LocomotionEnv):
                if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w)}
         if bad:
             raise ValueError(f"env.rewards.weights_after_curriculum: weights must be finite numbers, got {bad}")
+        r = self.cfg.randomization
+        for key, f in (("edge_fraction", r.edge_fraction), ("after_curriculum.edge_fraction",
+                                                            r.after_curriculum.edge_fraction)):
+            if f is not None and (isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 <= f <= 1.0):
+                raise ValueError(f"env.randomization.{key} must be a fraction in [0, 1], got {f!r}")
 
     def base_state(self) -> BaseState:
         return BaseState(self.q, self.u, self.params["body_com"][:, 0])
@@ -225,18 +231,30 @@ class VelocityEnv(LocomotionEnv):
             self.base_mass_scale = torch.where(mask, torch.ones_like(self.base_mass_scale), self.base_mass_scale)
             return {k: nom[k] for k in self.params}
         r = SimpleNamespace(**r.ranges(curriculum_done=self.commands.progress >= 1.0))
-        scale = torch.exp(self.uniform(math.log(r.base_mass_scale[0]), math.log(r.base_mass_scale[1]), N))
+        draw = functools.partial(self._draw, edge_fraction=r.edge_fraction)
+        scale = torch.exp(draw(math.log(r.base_mass_scale[0]), math.log(r.base_mass_scale[1]), N))
         self.base_mass_scale = torch.where(mask, scale, self.base_mass_scale)
         com = nom["body_com"].clone()
-        com[:, 0, :2] += self.uniform(-r.base_com_xy, r.base_com_xy, N, 2)
-        com[:, 0, 2] += self.uniform(-r.base_com_z, r.base_com_z, N)
+        com[:, 0, :2] += draw(-r.base_com_xy, r.base_com_xy, N, 2)
+        com[:, 0, 2] += draw(-r.base_com_z, r.base_com_z, N)
         mass = nom["body_mass"].clone()
         mass[:, 0] *= scale
         inertia = nom["body_inertia"].clone()
         inertia[:, 0] *= scale[:, None, None]  # the same mass distribution, scaled (Isaac Lab recomputes inertia)
-        return {"friction": self.uniform(*r.friction, N), "body_mass": mass, "body_com": com, "body_inertia": inertia,
-                "joint_stiffness": nom["joint_stiffness"] * self.uniform(*r.stiffness_scale, N, 1),
-                "joint_damping": nom["joint_damping"] * self.uniform(*r.damping_scale, N, 1)}
+        return {"friction": draw(*r.friction, N), "body_mass": mass, "body_com": com, "body_inertia": inertia,
+                "joint_stiffness": nom["joint_stiffness"] * draw(*r.stiffness_scale, N, 1),
+                "joint_damping": nom["joint_damping"] * draw(*r.damping_scale, N, 1)}
+
+    def _draw(self, low: float, high: float, *shape, edge_fraction: float) -> torch.Tensor:
+        """Samples of ``shape`` in [low, high]: uniform, except a fraction ``edge_fraction`` of them at ``low`` or
+        ``high`` with equal odds (``RandomizationCfg.edge_fraction``). With 0 the generator's stream is a plain
+        uniform draw's (a seed's runs are unchanged by the option)."""
+        value = self.uniform(low, high, *shape)
+        if not edge_fraction:
+            return value
+        rand = torch.rand(2, *shape, generator=self.generator, device=self.device)
+        endpoint = torch.where(rand[1] < 0.5, torch.full_like(value, low), torch.full_like(value, high))
+        return torch.where(rand[0] < edge_fraction, endpoint, value)
 
     def _on_reset(self, mask: torch.Tensor) -> None:
         r = self.cfg.randomization

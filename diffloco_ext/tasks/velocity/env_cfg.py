@@ -220,6 +220,7 @@ class RandomizationRangesCfg:
     base_com_z: float | None = None
     stiffness_scale: tuple[float, float] | None = None
     damping_scale: tuple[float, float] | None = None
+    edge_fraction: float | None = None
 
 
 @dataclass
@@ -234,6 +235,11 @@ class RandomizationCfg:
     base_com_z: float = 0.01  # m
     stiffness_scale: tuple[float, float] = (0.85, 1.15)
     damping_scale: tuple[float, float] = (0.85, 1.15)
+    edge_fraction: float = 0.0
+    """Fraction of the draws of each range above (friction, base mass, centre of mass, each PD-gain scale) that
+    take one of the range's two endpoints, either with equal odds, instead of a uniform value: the validation checks
+    the corners of these ranges (friction 0.4, PD gains +-20 %), which a uniform draw visits rarely (a policy that
+    falls there in 30 % of the episodes may fall in 1 % of the uniform ones). 0: uniform, as Isaac Lab's events."""
     push_interval: tuple[float, float] = (10.0, 15.0)  # s
     push_velocity_xy: float = 0.5  # m/s, added to the base velocity
     pushes_after_curriculum: bool = False
