@@ -86,6 +86,18 @@ def test_observations_on_a_hand_made_state(env):
     torch.testing.assert_close(critic[:, -5:-2], error)
     torch.testing.assert_close(critic[:, -2], torch.exp(-error[:, :2].square().sum(1) / 0.25))
     torch.testing.assert_close(critic[:, -1], torch.exp(-error[:, 2].square() / 0.25))
+    # with critic_drive_gains, the PD-gain scales each env drew, after the rest
+    env.cfg.critic_drive_gains = True
+    try:
+        with_gains = env._observations()["critic"]
+    finally:
+        env.cfg.critic_drive_gains = False
+    assert with_gains.shape == (N, 48 + 13 + 5 + 2)
+    torch.testing.assert_close(with_gains[:, :-2], critic)
+    kp, kd = env.params["joint_stiffness"], env.params["joint_damping"]
+    torch.testing.assert_close(with_gains[:, -2], kp[:, 3] / env.nominal["joint_stiffness"][:, 3])
+    torch.testing.assert_close(with_gains[:, -1], kd[:, 3] / env.nominal["joint_damping"][:, 3])
+    assert with_gains[:, -2].std() > 0.01  # drawn per env
 
 
 def test_actions_map_by_name_to_the_simulators_joints(env):

@@ -2,9 +2,10 @@
 :class:`~..locomotion_env.LocomotionEnv`.
 
 Observation groups (a ``TensorDict``): ``"policy"`` [N, 48] (Isaac Lab's order and units, with training noise),
-``"critic"`` [N, 48 + 13 (+ 5)] (the same without noise, plus privileged: foot contact states (4), foot heights (4,
+``"critic"`` [N, 48 + 13 (+ 5) (+ 2)] (the same without noise, plus privileged: foot contact states (4), foot heights (4,
 m), friction (1), base mass scale (1), base centre-of-mass offset (3, m); with ``critic_tracking_features`` also
-the tracking errors ``command - velocity`` (vx, vy in m/s, wz in rad/s; 3) and the two tracking kernels (2)).
+the tracking errors ``command - velocity`` (vx, vy in m/s, wz in rad/s; 3) and the two tracking kernels (2); with
+``critic_drive_gains`` the PD-gain scales k_p / k_p0 and k_d / k_d0 (2)).
 
 Events after the resets, as Isaac Lab orders them: commands (resampling timers, heading control), then
 interval pushes (a velocity change of the base), then the observations.
@@ -96,6 +97,9 @@ class VelocityEnv(LocomotionEnv):
                                     self.params["body_com"][:, 0] - self.nominal["body_com"][:, 0]], dim=1)
             if self.cfg.critic_tracking_features:
                 privileged = torch.cat([privileged, self._tracking_features()], dim=1)
+            if self.cfg.critic_drive_gains:
+                gains = [self.params[k][:, :1] / self.nominal[k][:, :1] for k in ("joint_stiffness", "joint_damping")]
+                privileged = torch.cat([privileged, *gains], dim=1)
             groups["critic"] = torch.cat([clean, privileged], dim=1)
         return TensorDict(groups, batch_size=[self.num_envs])
 

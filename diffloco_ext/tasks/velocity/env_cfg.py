@@ -308,6 +308,10 @@ class VelocityEnvCfg:
     their ranges, the critic's value ignored the tracking and its gradient at the horizon's end (SHAC's bootstrap)
     held every run at stepping in place: with forward commands U(0.5, 1), SHAC stood (planar error 0.76 m/s)
     while the same run without the bootstrap gradient tracked (0.28 m/s) but fell within 1 s (docs/tasks.md)."""
+    critic_drive_gains: bool = False
+    """The critic group also reads the drives' randomised PD-gain scales (k_p, k_d, each / its nominal; 2), as it
+    reads friction and mass: the validation checks the corners of the gain ranges, where a value that ignores the
+    gains averages over them."""
     state_grad_clip: float | None = None
     """Per env and policy step, the gradient w.r.t. the simulator state (q, u) is scaled down to this norm in the
     backward pass (None: off). Absolute, so it depends on the loss's normalisation: the learners' losses are means
