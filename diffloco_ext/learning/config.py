@@ -126,6 +126,11 @@ class SHACAlgorithmCfg:
     """Penalise only once the env's curriculum is complete (its ``curriculum_progress`` at 1 on every rank), as the
     task's ``after_curriculum`` reward terms: a penalty from the first iteration keeps SHAC from finding a gait
     (docs/tasks.md, session 19)."""
+    action_std_after_curriculum: float | None = None
+    """If set, the actor's exploration noise (the std of its Gaussian before the squash, raw action units) is at
+    least this once the env's curriculum is complete: the rollouts then visit perturbed states around the walking
+    policy's, as a stochastic learner's do, where the learnt std (~0.02, docs/tasks.md) keeps them on its own
+    trajectories. The exported (deterministic) policy is not affected."""
 
 
 @dataclass

@@ -104,6 +104,7 @@ class SHAC:
         lipschitz_ramp: tuple[int, int] | list[int] = (0, 0),
         lipschitz_samples: int = 1024,
         lipschitz_after_curriculum: bool = False,
+        action_std_after_curriculum: float | None = None,
         max_iterations: int = 1,
         device: str = "cpu",
         multi_gpu_cfg: dict | None = None,
@@ -128,6 +129,12 @@ class SHAC:
         if lipschitz_penalty_final is not None and not (math.isfinite(lipschitz_penalty_final)
                                                         and lipschitz_penalty_final >= 0.0):
             raise ValueError(f"lipschitz_penalty_final must be a finite number >= 0, got {lipschitz_penalty_final}.")
+        if action_std_after_curriculum is not None and not (math.isfinite(action_std_after_curriculum)
+                                                            and action_std_after_curriculum > 0.0):
+            raise ValueError(f"action_std_after_curriculum must be a finite number > 0, got "
+                             f"{action_std_after_curriculum}.")
+        if action_std_after_curriculum is not None and not hasattr(getattr(actor, "distribution", None), "std_range"):
+            raise ValueError("action_std_after_curriculum needs an actor with a Gaussian distribution (std_range)")
         if not 0.0 <= target_critic_alpha < 1.0:
             raise ValueError(f"target_critic_alpha must be in [0, 1), got {target_critic_alpha}.")
         self.device = device
@@ -154,6 +161,7 @@ class SHAC:
         self.lipschitz_ramp = lipschitz_ramp
         self.lipschitz_samples = int(lipschitz_samples)
         self.lipschitz_after_curriculum = bool(lipschitz_after_curriculum)
+        self.action_std_after_curriculum = action_std_after_curriculum
         #: Whether the env's curriculum was complete at the last ``set_learning_rates`` (1 without a curriculum).
         self.curriculum_complete = True
         #: The first iteration at which the env's curriculum was complete (``value_gradient_ramp_from="curriculum_end"``).
@@ -192,6 +200,12 @@ class SHAC:
         at ``max_iterations``; the bootstrap-gradient weight along its ramp (if ``value_gradient_scale_final``),
         counted from 0 or from the first iteration with ``curriculum_progress`` (the env's, in [0, 1]) at 1."""
         self.curriculum_complete = curriculum_progress >= 1.0
+        if self.action_std_after_curriculum is not None and self.curriculum_complete:
+            # rsl_rl's Gaussian clamps its std to std_range when it builds the distribution: the floor (a learnt std
+            # above it stays; below it, the clamp holds the noise and passes no gradient to the std)
+            dist = self.actor.distribution
+            dist.std_range[0] = max(float(self.action_std_after_curriculum), dist.std_range[0])
+            dist.log_std_range[0] = math.log(dist.std_range[0])
         if self.value_gradient_ramp_from == "curriculum_end" and self.curriculum_end_iteration is None \
                 and curriculum_progress >= 1.0:
             self.curriculum_end_iteration = int(iteration)

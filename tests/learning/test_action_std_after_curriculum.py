@@ -1,0 +1,63 @@
+"""SHAC's exploration-noise floor once the env's curriculum is done (``agent.algorithm.action_std_after_curriculum``):
+the rollout's actions scatter around the deterministic ones with at least that std from the curriculum's end (not
+before), a learnt std above the floor is kept, the deterministic (exported) action is unchanged, bad values are
+errors."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+import pytest
+import torch
+from tensordict import TensorDict
+
+from diffloco_ext.learning import SHACRunnerCfg, make_runner
+from diffloco_ext.learning.toy_envs import PointMassCfg, PointMassEnv
+
+
+def _runner(floor, init_std=0.02):
+    torch.manual_seed(0)
+    env = PointMassEnv(PointMassCfg(num_envs=8, seed=0, dim=4))
+    cfg = SHACRunnerCfg(num_steps_per_env=8, max_iterations=50)
+    cfg.actor.distribution_cfg.init_std = init_std
+    cfg.algorithm.num_critic_epochs = 2
+    cfg.algorithm.action_std_after_curriculum = floor
+    with contextlib.redirect_stdout(io.StringIO()):
+        runner = make_runner(env, cfg)
+    return env, runner
+
+
+def _scatter(alg, obs: TensorDict) -> tuple[float, torch.Tensor]:
+    """The std of the rollout's actions around the deterministic one (before the squash), and the deterministic
+    action."""
+    with torch.no_grad():
+        det = alg.actor(obs)
+        samples = alg.actor(obs.expand(4000).clone(), stochastic_output=True)
+    L = alg.actor.distribution.action_limit
+    pre = lambda a: L * torch.atanh(a / L)  # noqa: E731  (before the squash)
+    return float((pre(samples) - pre(det)).std()), det
+
+
+def test_the_noise_floor_holds_from_the_curriculums_end():
+    env, runner = _runner(0.2)
+    alg = runner.alg
+    obs = env.get_observations()[:1]
+    alg.set_learning_rates(0, 0.5)  # curriculum running: the learnt std
+    before, det0 = _scatter(alg, obs)
+    alg.set_learning_rates(1, 1.0)  # curriculum done: at least the floor
+    after, det1 = _scatter(alg, obs)
+    assert after == pytest.approx(0.2, rel=0.1), after
+    assert before == pytest.approx(0.02, rel=0.1), before
+    torch.testing.assert_close(det0, det1)  # the deterministic action does not move
+    # a learnt std above the floor is kept
+    env, runner = _runner(0.01, init_std=0.2)
+    runner.alg.set_learning_rates(1, 1.0)
+    kept, _ = _scatter(runner.alg, obs)
+    assert kept == pytest.approx(0.2, rel=0.1), kept
+
+
+def test_bad_floors_are_errors():
+    for bad in (0.0, -0.1, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="action_std_after_curriculum"):
+            _runner(bad)
