@@ -262,6 +262,10 @@ def events_cfg(rand: task_cfg.RandomizationCfg, reset: task_cfg.ResetCfg):
     if rand.edge_fraction or rand.after_curriculum.edge_fraction:
         raise ValueError("randomization.edge_fraction (draws at the ranges' endpoints) has no counterpart in Isaac "
                          "Lab's randomisation events, which draw uniformly: set it to 0 for the Isaac Lab task")
+    if rand.adversarial_fraction or rand.after_curriculum.adversarial_fraction:
+        raise ValueError("randomization.adversarial_fraction (parameters moved along the return's gradient) needs a "
+                         "differentiable simulator; Isaac Lab's randomisation events draw uniformly: set it to 0 for "
+                         "the Isaac Lab task")
 
     @configclass
     class EventsCfg:

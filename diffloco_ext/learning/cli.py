@@ -12,7 +12,7 @@ import os
 from datetime import datetime
 
 from diffloco_ext.tasks import registry
-from diffloco_ext.tasks.cfg_override import apply_overrides, dump_yaml, parse_overrides
+from diffloco_ext.tasks.cfg_override import ConfigOverrideError, apply_overrides, dump_yaml, parse_overrides
 
 from .checkpoint import get_checkpoint_path
 
@@ -71,6 +71,12 @@ def load_configs(args: argparse.Namespace):
     overrides = parse_overrides(args.overrides)
     apply_overrides(env_cfg, overrides["env"], "env")
     apply_overrides(agent_cfg, overrides["agent"], "agent")
+    rand = getattr(env_cfg, "randomization", None)
+    if args.algo != "shac" and rand is not None and (getattr(rand, "adversarial_fraction", 0.0) or getattr(
+            getattr(rand, "after_curriculum", None), "adversarial_fraction", 0.0)):
+        raise ConfigOverrideError(f"env.randomization.adversarial_fraction moves parameters along the gradient of the actor's "
+                         f"loss, which only a learner that backpropagates through the env computes (shac); "
+                         f"--algo {args.algo} would leave them where they were drawn: set it to 0")
     return env_cfg, agent_cfg
 
 

@@ -275,7 +275,7 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
         state = {k: getattr(self, k).detach().clone() for k in
                  ("q", "u", "actions", "previous_actions", "actions_before_previous", "episode_length_buf",
                   "_episode_steps", "contact_state")}
-        state["params"] = {k: v.clone() for k, v in self.params.items()}
+        state["params"] = {k: v.detach().clone() for k, v in self.params.items()}
         state["generator"] = self.generator.get_state()
         state["task"] = self._task_state()
         return state

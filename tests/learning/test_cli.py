@@ -96,7 +96,9 @@ def test_cli_errors_are_clear(capsys, tmp_path):
     train = load_script("train")
     for argv, match in ((["--task", "DiffLoco-Nope"], "unknown task"),
                         (["--task", TASK, "env.sim.contact.kapa=3"], "unknown config key"),
-                        (["--task", TASK, "agent.max_iterations=ten"], "expected an integer")):
+                        (["--task", TASK, "agent.max_iterations=ten"], "expected an integer"),
+                        (["--task", TASK, "--algo", "ppo", "env.randomization.after_curriculum.adversarial_fraction=0.3"],
+                         "only a learner that backpropagates")):
         with pytest.raises(SystemExit):
             train.main([*argv, "--log_root", str(tmp_path)])
         assert match in capsys.readouterr().err

@@ -426,6 +426,109 @@ def test_edge_fraction_puts_that_share_of_the_draws_on_the_ranges_endpoints():
         env_with(0.0, after=2.0)
 
 
+def _adversarial_env(num_envs: int, fraction: float = 1.0) -> VelocityEnv:
+    """Float64, no noise, no heading control, the adversary on ``fraction`` of the envs, settled on the ground."""
+    cfg = AnymalDFlatEnvCfg(num_envs=num_envs, seed=3)
+    cfg.sim.dtype = "float64"
+    cfg.observation_noise.enable = False
+    cfg.commands.heading_command = False
+    cfg.randomization.adversarial_fraction = fraction
+    env = VelocityEnv(cfg)
+    env.cfg.state_grad_clip = env.cfg.action_grad_clip = env.cfg.grad_clip_relative = None  # the exact gradient
+    with torch.no_grad():
+        for _ in range(30):  # dropped from 0.65 m: on its feet after ~0.5 s
+            env.step(torch.zeros(num_envs, 12, dtype=torch.float64))
+    return env
+
+
+def _return_through(env: VelocityEnv, actions) -> torch.Tensor:
+    total = 0.0
+    for a in actions:
+        total = total + env.step(a)[1].sum()
+    return total
+
+
+def test_adversary_moves_the_chosen_envs_draws_down_the_return_within_the_ranges():
+    """``randomization.adversarial_fraction``: at ``detach_state`` the chosen envs' randomised quantities step by
+    ``adversarial_step`` x the range's width along the sign of the last backward pass's gradient of the loss (minus
+    the return) w.r.t. them, clamped to the ranges; envs not chosen, and envs reset since the last cut, keep theirs;
+    without the adversary no parameter carries a gradient; a bad fraction or step is an error naming the field."""
+    env = _adversarial_env(16, fraction=0.5)
+    chosen = env.adversarial.clone()
+    assert 0 < int(chosen.sum()) < 16
+    env.detach_state()
+    assert env.params["joint_stiffness"].requires_grad and env.params["friction"].requires_grad
+    before = {k: v.clone() for k, v in env._draws.items()}
+    leaves = env._leaves
+    rng = np.random.default_rng(1)
+    actions = [torch.tensor(rng.uniform(-0.5, 0.5, (16, 12))) for _ in range(4)]
+    env.episode_length_buf[3] = env.max_episode_length - 2  # env 3 times out (and resets) within the horizon
+    (-_return_through(env, actions)).backward()
+    grads = {k: leaf.grad.clone() for k, leaf in leaves.items()}
+    reset = env._reset_since_detach.clone()
+    assert reset[3] and int(reset.sum()) < 4
+    fresh = {k: v.clone() for k, v in env._draws.items()}  # the reset envs' new draws
+    env.detach_state()
+    moved = 0
+    for name, (lo, hi) in env._draw_bounds().items():
+        width = hi - lo
+        expected = torch.minimum(torch.maximum(before[name] + 0.25 * width * torch.sign(grads[name]), lo), hi)
+        for i in range(16):
+            if reset[i]:
+                torch.testing.assert_close(env._draws[name][i], fresh[name][i])
+            elif chosen[i]:
+                torch.testing.assert_close(env._draws[name][i], expected[i])
+                moved += int((env._draws[name][i] != before[name][i]).any())
+            else:
+                torch.testing.assert_close(env._draws[name][i], before[name][i])
+        assert bool((env._draws[name] >= lo - 1e-12).all() and (env._draws[name] <= hi + 1e-12).all())
+    assert moved >= 10
+    # the parameters the simulator uses are the moved draws'
+    torch.testing.assert_close(env.params["joint_stiffness"].detach(),
+                               env.nominal["joint_stiffness"] * env._draws["stiffness_scale"])
+    torch.testing.assert_close(env.params["friction"].detach(), env._draws["friction"])
+    off = _adversarial_env(4, fraction=0.0)
+    off.detach_state()
+    assert not any(v.requires_grad for v in off.params.values()) and off._leaves is None
+    for key, bad in (("adversarial_fraction", 1.5), ("adversarial_step", 0.0), ("adversarial_step", True)):
+        cfg = AnymalDFlatEnvCfg(num_envs=2, seed=3)
+        setattr(cfg.randomization, key, bad)
+        with pytest.raises(ValueError, match=f"env.randomization.{key}"):
+            VelocityEnv(cfg)
+
+
+def test_return_gradients_wrt_the_randomised_quantities_match_finite_differences():
+    """The adversary's direction: float64 central differences of the return of 3 policy steps (robots on the
+    ground, random actions) w.r.t. friction, base mass scale, centre-of-mass offset and PD-gain scales, against
+    the gradient the leaves of ``detach_state`` receive."""
+    env = _adversarial_env(2)
+    state = env.state_dict()
+    draws = {k: v.clone() for k, v in env._draws.items()}
+    rng = np.random.default_rng(2)
+    actions = [torch.tensor(rng.uniform(-0.5, 0.5, (2, 12))) for _ in range(3)]
+
+    def total(values):
+        env.load_state_dict(state)
+        env.params = env._params_of(values)
+        return _return_through(env, actions)
+
+    leaves = {k: v.clone().requires_grad_(True) for k, v in draws.items()}
+    grads = dict(zip(leaves, torch.autograd.grad(total(leaves), list(leaves.values()))))
+    eps, checked = 1e-6, 0
+    with torch.no_grad():
+        for name, index in [("friction", (0,)), ("base_mass_scale", (1,)), ("base_com", (0, 0)), ("base_com", (1, 2)),
+                            ("stiffness_scale", (0, 0)), ("damping_scale", (1, 0)), ("friction", (1,))]:
+            plus = {k: v.clone() for k, v in draws.items()}
+            plus[name][index] += eps
+            minus = {k: v.clone() for k, v in draws.items()}
+            minus[name][index] -= eps
+            fd = (total(plus).item() - total(minus).item()) / (2 * eps)
+            g = grads[name][index].item()
+            assert abs(g - fd) <= 1e-5 * max(1.0, abs(fd)), (name, index, g, fd)
+            checked += abs(fd) > 1e-6
+    assert checked >= 5
+
+
 def test_time_out_and_termination_flags():
     env = make_env()
     env.episode_length_buf[:] = env.max_episode_length - 1

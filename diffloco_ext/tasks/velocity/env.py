@@ -49,6 +49,10 @@ class VelocityEnv(LocomotionEnv):
         self.commands = VelocityCommand(self.cfg.commands, N, dev, self.generator)
         self.push_time_left = torch.zeros(N, device=dev)
         self.base_mass_scale = torch.ones(N, dtype=dt, device=dev)
+        self._draws = self._nominal_draws()
+        self.adversarial = torch.zeros(N, dtype=torch.bool, device=dev)  # envs whose draws the adversary moves
+        self._reset_since_detach = torch.zeros(N, dtype=torch.bool, device=dev)
+        self._leaves: dict[str, torch.Tensor] | None = None
         self.foot_height = torch.zeros(N, self.model.num_feet, dtype=dt, device=dev)
         self.soft_lower, self.soft_upper = self.soft_joint_limits(self.cfg.rewards.soft_joint_pos_limit_factor)
         self.foot_phase = torch.tensor([TROT_PHASE.get(name[:2], 0.0) for name in self.foot_names], dtype=dt,
@@ -70,10 +74,13 @@ class VelocityEnv(LocomotionEnv):
         if bad:
             raise ValueError(f"env.rewards.weights_after_curriculum: weights must be finite numbers, got {bad}")
         r = self.cfg.randomization
-        for key, f in (("edge_fraction", r.edge_fraction), ("after_curriculum.edge_fraction",
-                                                            r.after_curriculum.edge_fraction)):
-            if f is not None and (isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 <= f <= 1.0):
-                raise ValueError(f"env.randomization.{key} must be a fraction in [0, 1], got {f!r}")
+        for key in ("edge_fraction", "adversarial_fraction"):
+            for name, f in ((key, getattr(r, key)), (f"after_curriculum.{key}", getattr(r.after_curriculum, key))):
+                if f is not None and (isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 <= f <= 1.0):
+                    raise ValueError(f"env.randomization.{name} must be a fraction in [0, 1], got {f!r}")
+        step = r.adversarial_step
+        if isinstance(step, bool) or not isinstance(step, (int, float)) or not 0.0 < step <= 1.0:
+            raise ValueError(f"env.randomization.adversarial_step must be in (0, 1] (of a range's width), got {step!r}")
 
     def base_state(self) -> BaseState:
         return BaseState(self.q, self.u, self.params["body_com"][:, 0])
@@ -230,24 +237,92 @@ class VelocityEnv(LocomotionEnv):
         return q, u
 
     def _randomize(self, mask: torch.Tensor) -> dict[str, torch.Tensor]:
-        r, N, nom = self.cfg.randomization, self.num_envs, self.nominal
+        r, N = self.cfg.randomization, self.num_envs
         if not r.enable:
-            self.base_mass_scale = torch.where(mask, torch.ones_like(self.base_mass_scale), self.base_mass_scale)
-            return {k: nom[k] for k in self.params}
-        r = SimpleNamespace(**r.ranges(curriculum_done=self.commands.progress >= 1.0))
-        draw = functools.partial(self._draw, edge_fraction=r.edge_fraction)
-        scale = torch.exp(draw(math.log(r.base_mass_scale[0]), math.log(r.base_mass_scale[1]), N))
-        self.base_mass_scale = torch.where(mask, scale, self.base_mass_scale)
+            fresh = self._nominal_draws()
+        else:
+            r = SimpleNamespace(**r.ranges(curriculum_done=self.commands.progress >= 1.0))
+            draw = functools.partial(self._draw, edge_fraction=r.edge_fraction)
+            fresh = {"base_mass_scale": torch.exp(draw(math.log(r.base_mass_scale[0]), math.log(r.base_mass_scale[1]),
+                                                       N))}
+            fresh["base_com"] = torch.cat([draw(-r.base_com_xy, r.base_com_xy, N, 2),
+                                           draw(-r.base_com_z, r.base_com_z, N)[:, None]], dim=1)
+            fresh.update(friction=draw(*r.friction, N), stiffness_scale=draw(*r.stiffness_scale, N, 1),
+                         damping_scale=draw(*r.damping_scale, N, 1))
+        self._draws = {k: torch.where(mask.view((N,) + (1,) * (v.dim() - 1)), v, self._draws[k])
+                       for k, v in fresh.items()}
+        self.base_mass_scale = self._draws["base_mass_scale"]
+        fraction = getattr(r, "adversarial_fraction", 0.0) if self.cfg.randomization.enable else 0.0
+        chosen = (torch.rand(N, generator=self.generator, device=self.device) < fraction if fraction
+                  else torch.zeros_like(mask))
+        self.adversarial = torch.where(mask, chosen, self.adversarial)
+        self._reset_since_detach = self._reset_since_detach | mask
+        return self._params_of(fresh)
+
+    def _nominal_draws(self) -> dict[str, torch.Tensor]:
+        """The randomised quantities at their nominal values: friction [N], base mass scale [N], base centre-of-mass
+        offset [N, 3] (m, base frame), k_p and k_d scales [N, 1]."""
+        N, kw = self.num_envs, dict(dtype=self.dtype, device=self.device)
+        return {"base_mass_scale": torch.ones(N, **kw), "base_com": torch.zeros(N, 3, **kw),
+                "friction": self.nominal["friction"].clone(), "stiffness_scale": torch.ones(N, 1, **kw),
+                "damping_scale": torch.ones(N, 1, **kw)}
+
+    def _params_of(self, draws: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The simulator's parameter tensors (:data:`~..locomotion_env.RANDOMISED`) of the randomised quantities
+        ``draws`` (:meth:`_nominal_draws`' keys), differentiable w.r.t. them."""
+        nom, scale = self.nominal, draws["base_mass_scale"]
         com = nom["body_com"].clone()
-        com[:, 0, :2] += draw(-r.base_com_xy, r.base_com_xy, N, 2)
-        com[:, 0, 2] += draw(-r.base_com_z, r.base_com_z, N)
+        com[:, 0, :2] += draws["base_com"][:, :2]
+        com[:, 0, 2] += draws["base_com"][:, 2]
         mass = nom["body_mass"].clone()
         mass[:, 0] *= scale
         inertia = nom["body_inertia"].clone()
         inertia[:, 0] *= scale[:, None, None]  # the same mass distribution, scaled (Isaac Lab recomputes inertia)
-        return {"friction": draw(*r.friction, N), "body_mass": mass, "body_com": com, "body_inertia": inertia,
-                "joint_stiffness": nom["joint_stiffness"] * draw(*r.stiffness_scale, N, 1),
-                "joint_damping": nom["joint_damping"] * draw(*r.damping_scale, N, 1)}
+        return {"friction": draws["friction"], "body_mass": mass, "body_com": com, "body_inertia": inertia,
+                "joint_stiffness": nom["joint_stiffness"] * draws["stiffness_scale"],
+                "joint_damping": nom["joint_damping"] * draws["damping_scale"]}
+
+    def _draw_bounds(self) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        """Lower and upper bounds of each randomised quantity under the ranges in force (broadcastable to the
+        quantity's shape)."""
+        r = SimpleNamespace(**self.cfg.randomization.ranges(curriculum_done=self.commands.progress >= 1.0))
+        kw = dict(dtype=self.dtype, device=self.device)
+        com = torch.tensor([r.base_com_xy, r.base_com_xy, r.base_com_z], **kw)
+        pairs = {"base_mass_scale": r.base_mass_scale, "friction": r.friction, "stiffness_scale": r.stiffness_scale,
+                 "damping_scale": r.damping_scale}
+        bounds = {k: (torch.tensor(lo, **kw), torch.tensor(hi, **kw)) for k, (lo, hi) in pairs.items()}
+        bounds["base_com"] = (-com, com)
+        return bounds
+
+    def detach_state(self) -> None:
+        """The base class's cut of the gradient chain, then the adversary's step (``randomization.
+        adversarial_fraction``): the chosen envs' randomised quantities move by ``adversarial_step`` x their range's
+        width along the sign of the last backward pass's gradient w.r.t. them (up the actor's loss, down the return),
+        clamped to the ranges in force, unless the env was reset since; then fresh leaves for the next horizon's
+        gradient. Envs not chosen keep their draws."""
+        super().detach_state()
+        leaves, self._leaves = self._leaves, None
+        if leaves is not None:
+            keep = self.adversarial & ~self._reset_since_detach
+            step = self.cfg.randomization.adversarial_step
+            with torch.no_grad():
+                for name, (lo, hi) in self._draw_bounds().items():
+                    grad = leaves[name].grad
+                    if grad is None:
+                        continue
+                    value = self._draws[name]
+                    moved = torch.minimum(torch.maximum(value + step * (hi - lo) * torch.sign(grad), lo), hi)
+                    self._draws[name] = torch.where(keep.view((-1,) + (1,) * (value.dim() - 1)), moved, value)
+            self.base_mass_scale = self._draws["base_mass_scale"]
+        self._reset_since_detach = torch.zeros_like(self._reset_since_detach)
+        learning = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+        if bool(self.adversarial.any()) and learning:
+            self._leaves = {k: v.detach().clone().requires_grad_(True) for k, v in self._draws.items()}
+            self.params = self._params_of(self._leaves)
+        elif leaves is not None:
+            self.params = self._params_of(self._draws)
+        if leaves is not None or self._leaves is not None:  # the moved parameters' observations (critic: friction)
+            self._obs = self._observations().detach()
 
     def _draw(self, low: float, high: float, *shape, edge_fraction: float) -> torch.Tensor:
         """Samples of ``shape`` in [low, high]: uniform, except a fraction ``edge_fraction`` of them at ``low`` or
@@ -282,10 +357,24 @@ class VelocityEnv(LocomotionEnv):
 
     def _task_state(self) -> dict:
         return {"commands": self.commands.state_dict(), "push_time_left": self.push_time_left.clone(),
-                "base_mass_scale": self.base_mass_scale.clone(), "foot_height": self.foot_height.clone()}
+                "base_mass_scale": self.base_mass_scale.clone(), "foot_height": self.foot_height.clone(),
+                "draws": {k: v.detach().clone() for k, v in self._draws.items()}, "adversarial": self.adversarial.clone()}
 
     def _load_task_state(self, state: dict) -> None:
         self.commands.load_state_dict(state["commands"])
         self.push_time_left = state["push_time_left"].clone()
         self.base_mass_scale = state["base_mass_scale"].clone().to(self.dtype)
         self.foot_height = state["foot_height"].clone().to(self.dtype)
+        if "draws" in state:
+            self._draws = {k: v.clone().to(self.dtype) for k, v in state["draws"].items()}
+            self.adversarial = state["adversarial"].clone()
+        else:  # states saved before the adversary: the draws read back from the parameters
+            nom = self.nominal
+            self._draws = {"base_mass_scale": self.base_mass_scale.clone(),
+                           "base_com": (self.params["body_com"][:, 0] - nom["body_com"][:, 0]).clone(),
+                           "friction": self.params["friction"].clone(),
+                           "stiffness_scale": self.params["joint_stiffness"][:, :1] / nom["joint_stiffness"][:, :1],
+                           "damping_scale": self.params["joint_damping"][:, :1] / nom["joint_damping"][:, :1]}
+            self.adversarial = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        self._leaves = None
+        self._reset_since_detach = torch.zeros_like(self.adversarial)

@@ -221,6 +221,7 @@ class RandomizationRangesCfg:
     stiffness_scale: tuple[float, float] | None = None
     damping_scale: tuple[float, float] | None = None
     edge_fraction: float | None = None
+    adversarial_fraction: float | None = None
 
 
 @dataclass
@@ -240,6 +241,16 @@ class RandomizationCfg:
     take one of the range's two endpoints, either with equal odds, instead of a uniform value: the validation checks
     the corners of these ranges (friction 0.4, PD gains +-20 %), which a uniform draw visits rarely (a policy that
     falls there in 30 % of the episodes may fall in 1 % of the uniform ones). 0: uniform, as Isaac Lab's events."""
+    adversarial_fraction: float = 0.0
+    """Fraction of the envs (drawn at each reset) whose randomised parameters an adversary moves, within the ranges
+    in force, against the learner: at the start of every horizon (``detach_state``) each such env's friction, base
+    mass scale, centre-of-mass offset and PD-gain scales take a step of ``adversarial_step`` x their range's width in
+    the direction that lowers the last horizon's return, the sign of the analytic gradient of the actor's loss w.r.t.
+    them (the simulator is differentiable in these parameters). A gradient learner's worst case found per env and
+    state, instead of a corner chosen by hand; needs a learner that backpropagates through the env (SHAC), the others
+    leave the parameters where they were drawn. 0: off (the draws and their random numbers as without it)."""
+    adversarial_step: float = 0.25
+    """The adversary's step per horizon, as a fraction of each range's width (0.25: any corner within 4 horizons)."""
     push_interval: tuple[float, float] = (10.0, 15.0)  # s
     push_velocity_xy: float = 0.5  # m/s, added to the base velocity
     pushes_after_curriculum: bool = False
