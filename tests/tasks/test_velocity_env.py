@@ -487,6 +487,12 @@ def test_adversary_moves_the_chosen_envs_draws_down_the_return_within_the_ranges
     torch.testing.assert_close(env.params["joint_stiffness"].detach(),
                                env.nominal["joint_stiffness"] * env._draws["stiffness_scale"])
     torch.testing.assert_close(env.params["friction"].detach(), env._draws["friction"])
+    no = torch.zeros(16, dtype=torch.bool)
+    log = env._episode_log(~no, no, no, no)
+    assert log["Adversary/envs"] == float(env.adversarial.sum())
+    lo, hi = env._draw_bounds()["friction"]
+    assert log["Adversary/friction"] == pytest.approx(float(((env._draws["friction"] - lo) / (hi - lo))[
+        env.adversarial].mean()))
     off = _adversarial_env(4, fraction=0.0)
     off.detach_state()
     assert not any(v.requires_grad for v in off.params.values()) and off._leaves is None

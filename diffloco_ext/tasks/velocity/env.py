@@ -218,10 +218,16 @@ class VelocityEnv(LocomotionEnv):
 
     def _episode_log(self, dones, terminated, diverged, time_outs) -> dict[str, float]:
         """The base class's episode log plus the command curriculum's progress (0-1) and its gate's running planar
-        error (m/s, NaN without a gate)."""
+        error (m/s, NaN without a gate); with the adversary, its envs' count and their mean position in each range
+        (``Adversary/<quantity>``: 0 at the low end, 1 at the high end; the com offset's three axes together)."""
         log = super()._episode_log(dones, terminated, diverged, time_outs)
         log["Curriculum/command_progress"] = self.commands.progress
         log["Curriculum/gate_lin_vel_error"] = self.commands.gate_error
+        if bool(self.adversarial.any()):  # where the adversary holds its envs: 0 at a range's low end, 1 at its high
+            log["Adversary/envs"] = float(self.adversarial.sum())
+            for name, (lo, hi) in self._draw_bounds().items():
+                value = self._draws[name][self.adversarial].reshape(int(self.adversarial.sum()), -1)
+                log[f"Adversary/{name}"] = float(((value - lo) / (hi - lo).clamp(min=1e-12)).mean())
         return log
 
     # ---- resets, randomisation, events -------------------------------------------------------------------------------
