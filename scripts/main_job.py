@@ -129,7 +129,7 @@ TASK = "DiffLoco-Velocity-Flat-AnymalD"
 #: within those ranges (friction, mass, com, PD gains stepped along the sign of the gradient of SHAC's loss at every
 #: horizon; the simulator is differentiable in them), and the action rate (-0.1) and Isaac Lab's torque penalty
 #: (-2.5e-5) take the place of -0.05 and 0 over the same ramp: the hardest cases' falls went from 14 to 0 of 360 in
-#: the two validators and from 21 to 2 of 180 in the training's own contact (seed 42), the default validation fell
+#: the two validators and from 21 to 2-3 of 180 in the training's own contact (seed 42), the default validation fell
 #: nowhere (docs/tasks.md, session 25).
 #: Validation: no noise, nominal parameters, full ranges.
 TRAINING_OVERRIDES = ["env.observation_noise.enable=false", "env.rewards.track_lin_vel_xy=4.0",

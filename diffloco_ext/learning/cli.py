@@ -74,9 +74,10 @@ def load_configs(args: argparse.Namespace):
     rand = getattr(env_cfg, "randomization", None)
     if args.algo != "shac" and rand is not None and (getattr(rand, "adversarial_fraction", 0.0) or getattr(
             getattr(rand, "after_curriculum", None), "adversarial_fraction", 0.0)):
-        raise ConfigOverrideError(f"env.randomization.adversarial_fraction moves parameters along the gradient of the actor's "
-                         f"loss, which only a learner that backpropagates through the env computes (shac); "
-                         f"--algo {args.algo} would leave them where they were drawn: set it to 0")
+        raise ConfigOverrideError(f"env.randomization.adversarial_fraction moves parameters along the gradient of "
+                                  f"the actor's loss, which only a learner that backpropagates through the env "
+                                  f"computes (shac); --algo {args.algo} would leave them where they were drawn: "
+                                  f"set it to 0")
     return env_cfg, agent_cfg
 
 
