@@ -57,6 +57,9 @@ def test_main_job_trains_ships_validates_and_reruns_from_its_run(tmp_path):
     assert os.path.basename(averaged["checkpoint"]) == f"average_{saved[0]}-{saved[-1]}.pt"
     assert os.path.isfile(averaged["checkpoint"]) and all(os.path.isfile(p) for p in averaged["exported"])
     assert averaged["validation"] != first["validation"]  # another policy
+    # only the average was measured: the checkpoints are measured when it does not qualify (the fallback above)
+    assert all("falls" not in r for r in averaged["selection"]["candidates"])
+    assert all("falls" in r for r in fallback["selection"]["candidates"])
     assert job.latest_run(str(tmp_path)) == run
 
 
