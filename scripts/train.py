@@ -31,8 +31,8 @@ def main(argv: list[str] | None = None) -> str:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_common_args(parser)
     parser.add_argument("--max_iterations", type=int, default=None, help="learning iterations (with --resume: this many more, as rsl_rl's and Isaac "
-                        "Lab's learn(); SHAC's learning-rate schedule still spans this many from the run's "
-                        "origin, so to finish an interrupted schedule pass the iterations left)")
+                        "Lab's learn(); SHAC's learning-rate schedule spans the run's iterations, those before the "
+                        "resume included, so to finish an interrupted schedule pass the iterations it had left)")
     parser.add_argument("--resume", action="store_true", help="continue from a checkpoint (--load_run/--checkpoint)")
     parser.add_argument("--logger", default=None, choices=["tensorboard", "wandb", "neptune"])
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (Warp runs on one core)")
@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> str:
         iterations = learn_within_budget(runner, args.max_minutes, schedule_iterations=args.max_iterations)
     else:
         iterations = agent_cfg.max_iterations
+        if hasattr(runner.alg, "max_iterations"):  # SHAC's schedule: the iterations before a resume count too
+            runner.alg.max_iterations = runner.current_learning_iteration + iterations
         runner.learn(num_learning_iterations=iterations, init_at_random_ep_len=True)
     print(f"[diffloco] trained {iterations} iterations in {time.time() - start:.0f} s; "
           f"checkpoints in {log_dir}", flush=True)

@@ -127,6 +127,7 @@ def learn_within_budget(runner, minutes: float, probe_iterations: int = 5, init_
 
     if schedule_iterations is not None:
         return _learn_on_fixed_schedule(runner, minutes, schedule_iterations, init_at_random_ep_len)
+    first = int(getattr(runner, "current_learning_iteration", 0) or 0)  # > 0: a resumed run
     start = time.time()
     runner.learn(probe_iterations, init_at_random_ep_len=init_at_random_ep_len)
     done = probe_iterations
@@ -138,9 +139,9 @@ def learn_within_budget(runner, minutes: float, probe_iterations: int = 5, init_
             torch.distributed.all_reduce(per_iteration, op=torch.distributed.ReduceOp.MAX)
         total = max(done + 1, int(budget / float(per_iteration)))
         if hasattr(runner.alg, "max_iterations"):
-            runner.alg.max_iterations = total  # SHAC's schedule spans the whole budget
+            runner.alg.max_iterations = first + total  # SHAC's schedule spans the whole budget (and a resumed run's past)
         runner.cfg["max_iterations"] = total
-        runner.cfg["budget_iterations"] = total  # the progress line's total while training in chunks
+        runner.cfg["budget_iterations"] = first + total  # the progress line's last iteration while training in chunks
         print(f"[diffloco] {float(per_iteration):.2f} s per iteration: {total} iterations in {minutes:g} min", flush=True)
         return total
 
@@ -166,10 +167,14 @@ def _learn_on_fixed_schedule(runner, minutes: float, schedule_iterations: int, i
     import torch
 
     total = max(1, int(schedule_iterations))
+    # a resumed run (``current_learning_iteration`` > 0) trains ``total`` more, as rsl_rl's learn(), and SHAC's
+    # learning-rate schedule spans the run's iterations from its origin, so an interrupted schedule resumed with the
+    # iterations it had left is the schedule it was
+    first = int(getattr(runner, "current_learning_iteration", 0) or 0)
     if hasattr(runner.alg, "max_iterations"):
-        runner.alg.max_iterations = total
+        runner.alg.max_iterations = first + total
     runner.cfg["max_iterations"] = total
-    runner.cfg["budget_iterations"] = total
+    runner.cfg["budget_iterations"] = first + total
     chunk = max(1, int(runner.cfg.get("save_interval", 50) or 50))
     start, done, budget = time.time(), 0, minutes * 60.0
     while done < total:

@@ -325,6 +325,12 @@ def test_learn_within_budget_on_a_fixed_schedule_stops_at_a_checkpoint_before_th
     fast = Runner(0.0)
     assert learn_within_budget(fast, minutes=1.0, schedule_iterations=25) == 25
     assert [n for n, _ in fast.calls] == [10, 10, 5] and fast.alg.max_iterations == 25
+    # a resumed run trains that many more, and the schedule spans the iterations before the resume too: an
+    # interrupted 100-iteration schedule resumed at 40 with the 60 left is the same schedule
+    resumed = Runner(0.0)
+    resumed.current_learning_iteration = 40
+    assert learn_within_budget(resumed, minutes=1.0, schedule_iterations=60) == 60
+    assert resumed.alg.max_iterations == resumed.cfg["budget_iterations"] == 100
 
 
 def test_horizon_gradient_check_agrees_with_differences_over_a_short_horizon(tmp_path):
