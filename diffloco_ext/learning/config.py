@@ -131,6 +131,13 @@ class SHACAlgorithmCfg:
     least this once the env's curriculum is complete: the rollouts then visit perturbed states around the walking
     policy's, as a stochastic learner's do, where the learnt std (~0.02, docs/tasks.md) keeps them on its own
     trajectories. The exported (deterministic) policy is not affected."""
+    symmetry_cfg: dict | None = None
+    """rsl_rl's symmetry extension (``rsl_rl.extensions.Symmetry``; Isaac Lab's ``RslRlSymmetryCfg`` fields):
+    ``{"use_mirror_loss": True, "mirror_loss_coeff": c, "data_augmentation_func": "module:function"}`` adds
+    ``c`` times its mirror loss (the actor's action on mirrored observations against the mirror of its action,
+    mean squared) to the actor loss, on the rollout's observations. The velocity task's left-right mirror:
+    ``diffloco_ext.tasks.velocity.symmetry:left_right_augmentation``. SHAC has no sample batch, so no
+    ``use_data_augmentation``. None: off."""
 
 
 @dataclass
@@ -151,6 +158,10 @@ class PPOAlgorithmCfg:
     use_clipped_value_loss: bool = True
     clip_param: float = 0.2
     normalize_advantage_per_mini_batch: bool = False
+    symmetry_cfg: dict | None = None
+    """rsl_rl's symmetry extension (data augmentation and/or mirror loss), as Isaac Lab's ``RslRlSymmetryCfg``:
+    e.g. ``{"use_data_augmentation": True, "data_augmentation_func":
+    "diffloco_ext.tasks.velocity.symmetry:left_right_augmentation"}``. None: off."""
 
 
 @dataclass

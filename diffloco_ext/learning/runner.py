@@ -126,6 +126,7 @@ class SHACRunner:
                 extra_scalars={
                     "Policy/actor_grad_norm": loss_dict["actor_grad_norm"],
                     **({"Policy/lipschitz": loss_dict["policy_lipschitz"]} if "policy_lipschitz" in loss_dict else {}),
+                    **({"Loss/symmetry": loss_dict["symmetry"]} if "symmetry" in loss_dict else {}),
                     "Value/estimate": loss_dict["value_estimate"],
                     "Value/target": loss_dict["value_target"],
                     "Loss/critic_learning_rate": self.alg.critic_learning_rate,

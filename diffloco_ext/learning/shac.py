@@ -105,6 +105,7 @@ class SHAC:
         lipschitz_samples: int = 1024,
         lipschitz_after_curriculum: bool = False,
         action_std_after_curriculum: float | None = None,
+        symmetry_cfg: dict | None = None,
         max_iterations: int = 1,
         device: str = "cpu",
         multi_gpu_cfg: dict | None = None,
@@ -137,6 +138,7 @@ class SHAC:
             raise ValueError("action_std_after_curriculum needs an actor with a Gaussian distribution (std_range)")
         if not 0.0 <= target_critic_alpha < 1.0:
             raise ValueError(f"target_critic_alpha must be in [0, 1), got {target_critic_alpha}.")
+        self.symmetry = self._make_symmetry(symmetry_cfg)
         self.device = device
         self.actor = actor.to(device)
         self.critic = critic.to(device)
@@ -326,6 +328,9 @@ class SHAC:
         lipschitz = self._lipschitz_estimate() if self.lipschitz_active else None
         if lipschitz is not None:
             actor_loss = actor_loss + self.lipschitz_penalty * lipschitz
+        symmetry = self._symmetry_loss() if self.symmetry is not None else None
+        if symmetry is not None and self.symmetry.use_mirror_loss:
+            actor_loss = actor_loss + self.symmetry.mirror_loss_coeff * symmetry
 
         # Actor: one backward pass through the rollout.
         self.actor_optimizer.zero_grad(set_to_none=False)
@@ -372,6 +377,8 @@ class SHAC:
         if lipschitz is not None:
             loss_dict["policy_lipschitz"] = float(lipschitz.detach())
             loss_dict["lipschitz_penalty"] = self.lipschitz_penalty
+        if symmetry is not None:
+            loss_dict["symmetry"] = float(symmetry.detach())
         self._reset_rollout()
         return loss_dict
 
@@ -380,6 +387,43 @@ class SHAC:
         """Whether this iteration's actor loss carries the Lipschitz penalty (λ > 0, and the env's curriculum
         complete when ``lipschitz_after_curriculum``)."""
         return self.lipschitz_penalty > 0.0 and (self.curriculum_complete or not self.lipschitz_after_curriculum)
+
+    @staticmethod
+    def _make_symmetry(cfg: dict | None):
+        """rsl_rl's symmetry extension from ``symmetry_cfg`` (its keys: ``data_augmentation_func``,
+        ``use_mirror_loss``, ``mirror_loss_coeff``; ``env`` is added by :meth:`construct_algorithm`), or None."""
+        if cfg is None:
+            return None
+        from rsl_rl.extensions import Symmetry
+
+        cfg = dict(cfg)
+        allowed = {"env", "data_augmentation_func", "use_data_augmentation", "use_mirror_loss", "mirror_loss_coeff"}
+        if set(cfg) - allowed:
+            raise ValueError(f"symmetry_cfg: unknown keys {sorted(set(cfg) - allowed)} (it takes "
+                             f"{sorted(allowed - {'env'})})")
+        if cfg.get("use_data_augmentation"):
+            raise ValueError("symmetry_cfg: SHAC trains its actor through the rollout, so it has no sample batch to "
+                             "augment; use the mirror loss (use_mirror_loss=true, mirror_loss_coeff)")
+        if not cfg.get("data_augmentation_func"):
+            raise ValueError("symmetry_cfg needs data_augmentation_func (e.g. "
+                             "'diffloco_ext.tasks.velocity.symmetry:left_right_augmentation')")
+        coeff = cfg.get("mirror_loss_coeff", 0.0)
+        if isinstance(coeff, bool) or not isinstance(coeff, (int, float)) or not (math.isfinite(coeff) and coeff >= 0):
+            raise ValueError(f"symmetry_cfg.mirror_loss_coeff must be a finite number >= 0, got {coeff!r}")
+        cfg.setdefault("env", None)
+        return Symmetry(**cfg)
+
+    def _symmetry_loss(self) -> torch.Tensor:
+        """rsl_rl's mirror loss on this rollout's observations: the mean squared difference between the actor's
+        deterministic action on the mirrored observations and the mirror of its action on the observations (the
+        latter held fixed), differentiable w.r.t. the actor's parameters."""
+        from types import SimpleNamespace
+
+        obs = torch.stack(self._obs).flatten(0, 1)
+        groups = list(getattr(self.actor, "obs_groups", obs.keys()))
+        batch = SimpleNamespace(observations=TensorDict({g: obs[g].detach() for g in groups},
+                                                        batch_size=[obs.batch_size[0]]))
+        return self.symmetry.compute_loss(self.actor, batch, obs.batch_size[0])
 
     def _lipschitz_estimate(self) -> torch.Tensor:
         """``E_o ‖∂a/∂o‖²_F`` of the deterministic action ``a`` w.r.t. the raw observations ``o``, on
@@ -498,6 +542,8 @@ class SHAC:
         """Build actor, critic and SHAC from a runner config dict (see :class:`~diffloco_ext.learning.config.SHACRunnerCfg`)."""
         alg_cfg = dict(cfg["algorithm"])
         alg_cfg.pop("class_name", None)
+        if alg_cfg.get("symmetry_cfg") is not None:  # the env for the symmetry function (its joint names)
+            alg_cfg["symmetry_cfg"] = {**alg_cfg["symmetry_cfg"], "env": env}
         actor_class, actor_cfg = resolve_class(cfg["actor"])
         critic_class, critic_cfg = resolve_class(cfg["critic"])
         cfg["obs_groups"] = resolve_obs_groups(obs, cfg.get("obs_groups", {}), ["actor", "critic"])
