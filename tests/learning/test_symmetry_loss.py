@@ -135,3 +135,22 @@ def test_the_cli_sets_it_as_isaac_labs_symmetry_cfg():
     apply_overrides(cfg, overrides["agent"], "agent")
     assert cfg.algorithm.symmetry_cfg == {"use_mirror_loss": True, "mirror_loss_coeff": 0.1, "data_augmentation_func":
                                           "diffloco_ext.tasks.velocity.symmetry:left_right_augmentation"}
+
+
+def test_ppo_takes_the_same_setting_with_the_velocity_tasks_mirror(tmp_path):
+    """rsl_rl's PPO with mirrored samples and the mirror loss on the velocity task (both observation groups,
+    the privileged critic's too, go through the task's mirror); the loss is logged."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from ..script_modules import load_script
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        run = load_script("train").main([
+            "--task", "DiffLoco-Velocity-Flat-AnymalD", "--algo", "ppo", "--num_envs", "8", "--max_iterations", "2",
+            "--log_root", str(tmp_path),
+            "agent.algorithm.symmetry_cfg={use_data_augmentation: true, use_mirror_loss: true, mirror_loss_coeff: 0.5, "
+            "data_augmentation_func: 'diffloco_ext.tasks.velocity.symmetry:left_right_augmentation'}"])
+    acc = EventAccumulator(run)
+    acc.Reload()
+    values = [e.value for e in acc.Scalars("Loss/symmetry")]
+    assert len(values) == 2 and all(v > 0 for v in values)
