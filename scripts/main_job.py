@@ -5,7 +5,7 @@
    ``--train_minutes`` runs out (a slower machine); so one seed gives the same run on any machine. Logs and checkpoints
    in ``logs/shac/anymal_d_flat/<timestamp>_main_job/``.
 2. Choose the policy to ship. By default (``--ship average``) the actor averaged over the run's checkpoints from
-   ``--select_from`` (a fraction of the run) on (``diffloco_ext.learning.weight_averaging``: stochastic weight
+   ``--select_from`` (a fraction of the schedule's ``--iterations``; of the iterations run if none is that late) on (``diffloco_ext.learning.weight_averaging``: stochastic weight
    averaging, each first layer rewritten for the last checkpoint's observation normaliser; written as
    ``average_<first>-<last>.pt`` beside them): single checkpoints 50 iterations apart fall 2-3x more or less often
    at fast commands, their average falls about as rarely as the best of them and tracks better than any
@@ -362,7 +362,14 @@ def select(args, log_dir: str, iterations: int) -> dict:
     averaged), the average's row has ``averaged_iterations``, and the checkpoints' rows carry measurements only if
     they were measured."""
     start = time.time()
-    candidates = run_checkpoints(log_dir, since=int(args.select_from * iterations))
+    # the fraction of the schedule, not of the iterations run: a run the guard stopped early (a slow day) averages
+    # the same late checkpoints, after the after-curriculum weights' ramp (iterations 500-600), as a whole one
+    # (session 26: stopped at 900, 550-900 fell 2 / 0 times in the 100 uniform episodes, 600-900 1 / 0); a run
+    # stopped before that fraction falls back to its own
+    schedule = max(int(args.iterations or 0), iterations)
+    candidates = run_checkpoints(log_dir, since=int(args.select_from * schedule))
+    if not candidates:
+        candidates = run_checkpoints(log_dir, since=int(args.select_from * iterations))
     if not candidates or args.select_from >= 1.0:
         candidates = run_checkpoints(log_dir)[-1:]
     average = None
@@ -428,8 +435,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="random-command validation episodes per seed (default: the scenario file's)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--select_from", type=float, default=0.6,
-                        help="ship the best checkpoint (closed loop: falls, then tracking) saved after this fraction "
-                             "of the run (1: the last checkpoint)")
+                        help="the checkpoints averaged (or, --ship best, ranked) are those saved after this fraction of "
+                             "the schedule (--iterations; of the iterations run if none is that late; 1: the last "
+                             "checkpoint)")
     parser.add_argument("--ship", choices=("average", "best"), default="average",
                         help="average: the actor averaged over the checkpoints from --select_from on (unless it chatters "
                              "or does not track); best: the checkpoint with the fewest falls")
