@@ -16,6 +16,8 @@ from tensordict import TensorDict
 from diffloco_ext.learning import SHACRunnerCfg, make_runner
 from diffloco_ext.learning.toy_envs import PointMassCfg, PointMassEnv
 
+from .shac_rollout import run_horizon
+
 
 def _runner(penalty: float, samples: int = 64, seed: int = 0):
     torch.manual_seed(seed)
@@ -27,15 +29,6 @@ def _runner(penalty: float, samples: int = 64, seed: int = 0):
     with contextlib.redirect_stdout(io.StringIO()):
         runner = make_runner(env, cfg)
     return env, runner
-
-
-def _rollout(env, alg) -> None:
-    env.detach_state()
-    obs = env.get_observations()
-    for _ in range(8):
-        obs, r, d, extras = env.step(alg.act(obs))
-        alg.process_env_step(obs, r, d, extras)
-    alg.compute_returns(obs)
 
 
 def _exact_jacobian_norm(actor, obs: TensorDict) -> torch.Tensor:
@@ -51,7 +44,7 @@ def _exact_jacobian_norm(actor, obs: TensorDict) -> torch.Tensor:
 def test_the_estimate_is_unbiased_for_the_jacobian_norm():
     env, runner = _runner(1.0, samples=64)
     alg = runner.alg
-    _rollout(env, alg)
+    run_horizon(env, alg)
     obs = torch.stack(alg._obs).flatten(0, 1)  # 64 observations: the estimate uses all of them
     exact = _exact_jacobian_norm(alg.actor, obs)
     torch.manual_seed(3)
@@ -63,7 +56,7 @@ def test_the_estimate_is_unbiased_for_the_jacobian_norm():
 def test_the_penalty_gradient_matches_finite_differences_in_float64():
     env, runner = _runner(1.0, samples=16)
     alg = runner.alg
-    _rollout(env, alg)
+    run_horizon(env, alg)
     alg.actor.double()
     alg._obs = [o.apply(lambda t: t.double()) for o in alg._obs]
     weight_name = "mlp.0.weight"
@@ -95,7 +88,7 @@ def test_the_penalty_is_added_to_the_actor_loss_with_its_weight():
     for penalty in (0.0, 2.0):
         env, runner = _runner(penalty, samples=64)
         alg = runner.alg
-        _rollout(env, alg)
+        run_horizon(env, alg)
         torch.manual_seed(11)
         expected_penalty = float(alg._lipschitz_estimate()) if penalty else 0.0
         objective = float(alg._objective) / (8 * 8)
@@ -117,7 +110,7 @@ def test_training_with_the_penalty_leaves_a_smoother_policy():
         with contextlib.redirect_stdout(io.StringIO()):
             runner.learn(15)
         alg = runner.alg
-        _rollout(env, alg)
+        run_horizon(env, alg)
         obs = torch.stack(alg._obs).flatten(0, 1)
         norms[penalty] = float(_exact_jacobian_norm(alg.actor, obs.detach()))
         alg._reset_rollout()
@@ -137,7 +130,7 @@ def test_after_curriculum_the_penalty_waits_for_the_curriculum():
     for progress, active in ((0.0, False), (0.99, False), (1.0, True)):
         alg.set_learning_rates(0, progress)
         assert alg.lipschitz_active is active
-        _rollout(env, alg)
+        run_horizon(env, alg)
         objective = float(alg._objective) / (8 * 8)
         out = alg.update()
         if active:
@@ -165,7 +158,7 @@ def test_the_penalty_ramps_to_its_final_weight_from_the_ramps_origin():
                                           (240, 1.0, 3e-3), (900, 1.0, 3e-3)):
         alg.set_learning_rates(iteration, progress)
         assert alg.lipschitz_penalty == pytest.approx(expected), iteration
-    _rollout(env, alg)
+    run_horizon(env, alg)
     torch.manual_seed(11)
     expected_penalty = float(alg._lipschitz_estimate())
     objective = float(alg._objective) / (8 * 8)

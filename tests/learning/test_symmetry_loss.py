@@ -18,6 +18,8 @@ from diffloco_ext.learning import SHACRunnerCfg, make_runner
 from diffloco_ext.learning.toy_envs import PointMassCfg, PointMassEnv
 from diffloco_ext.tasks.cfg_override import apply_overrides, parse_overrides
 
+from .shac_rollout import run_horizon
+
 DIM = 3
 
 
@@ -46,15 +48,6 @@ def _runner(coeff: float | None, seed: int = 0, **symmetry):
     return env, runner
 
 
-def _rollout(env, alg) -> None:
-    env.detach_state()
-    obs = env.get_observations()
-    for _ in range(8):
-        obs, r, d, extras = env.step(alg.act(obs))
-        alg.process_env_step(obs, r, d, extras)
-    alg.compute_returns(obs)
-
-
 def _manual_loss(actor, obs: torch.Tensor, target: torch.Tensor | None = None) -> torch.Tensor:
     """mean((pi(M o) - M pi(o))^2), the second term held at ``target`` if given."""
     mirrored, _ = mirror_first_axis(obs=TensorDict({"policy": obs}, batch_size=[obs.shape[0]]))
@@ -69,7 +62,7 @@ def _manual_loss(actor, obs: torch.Tensor, target: torch.Tensor | None = None) -
 def test_the_mirror_loss_is_its_definition_and_enters_the_actor_loss():
     env, runner = _runner(0.5)
     alg = runner.alg
-    _rollout(env, alg)
+    run_horizon(env, alg)
     obs = torch.stack(alg._obs).flatten(0, 1)["policy"]
     value = alg._symmetry_loss()
     assert value > 0  # a random network is not symmetric
@@ -83,7 +76,7 @@ def test_the_mirror_loss_is_its_definition_and_enters_the_actor_loss():
 def test_the_mirror_loss_gradient_matches_finite_differences_in_float64():
     env, runner = _runner(1.0)
     alg = runner.alg
-    _rollout(env, alg)
+    run_horizon(env, alg)
     alg.actor.double()
     alg._obs = [o.apply(lambda t: t.double()) for o in alg._obs]
     obs = torch.stack(alg._obs).flatten(0, 1)["policy"]
@@ -110,7 +103,7 @@ def test_training_with_the_mirror_loss_leaves_a_more_symmetric_policy():
         env, runner = _runner(coeff, seed=1)
         with contextlib.redirect_stdout(io.StringIO()):
             runner.learn(30)
-        _rollout(env, runner.alg)
+        run_horizon(env, runner.alg)
         obs = torch.stack(runner.alg._obs).flatten(0, 1)["policy"]
         return float(_manual_loss(runner.alg.actor, obs))
 
