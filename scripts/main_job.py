@@ -5,8 +5,9 @@
    ``--train_minutes`` runs out (a slower machine); so one seed gives the same run on any machine. Logs and checkpoints
    in ``logs/shac/anymal_d_flat/<timestamp>_main_job/``.
 2. Choose the policy to ship. By default (``--ship average``) the actor averaged over the run's checkpoints from
-   ``--select_from`` (a fraction of the schedule's ``--iterations``; of the iterations run if none is that late) on (``diffloco_ext.learning.weight_averaging``: stochastic weight
-   averaging, each first layer rewritten for the last checkpoint's observation normaliser; written as
+   ``--select_from`` (a fraction of the schedule's ``--iterations``; of the iterations run if none is that late) on
+   (``diffloco_ext.learning.weight_averaging``: stochastic weight averaging, each first layer rewritten for the last
+   checkpoint's observation normaliser; written as
    ``average_<first>-<last>.pt`` beside them): single checkpoints 50 iterations apart fall 2-3x more or less often
    at fast commands, their average falls about as rarely as the best of them and tracks better than any
    (docs/tasks.md, session 13). The average is measured closed-loop as deployed, in hard contact, on 100 episodes
