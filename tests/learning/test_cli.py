@@ -295,6 +295,12 @@ def test_learn_within_budget_refits_when_iterations_slow_down():
     elapsed = time.time() - start
     assert runner.iterations == total == runner.alg.max_iterations == runner.cfg["max_iterations"]
     assert 0.8 * 1.2 < elapsed < 1.4 * 1.2, elapsed
+    # resumed at iteration 30: the fitted iterations come on top, and SHAC's schedule spans the 30 before them too
+    resumed = SlowingRunner()
+    resumed.current_learning_iteration = 30
+    more = learn_within_budget(resumed, minutes=0.3 / 60.0)
+    assert resumed.iterations == more == resumed.cfg["max_iterations"]
+    assert resumed.alg.max_iterations == resumed.cfg["budget_iterations"] == 30 + more
 
 
 def test_learn_within_budget_on_a_fixed_schedule_stops_at_a_checkpoint_before_the_budget():

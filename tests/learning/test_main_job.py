@@ -61,6 +61,13 @@ def test_main_job_trains_ships_validates_and_reruns_from_its_run(tmp_path):
     assert all("falls" not in r for r in averaged["selection"]["candidates"])
     assert all("falls" in r for r in fallback["selection"]["candidates"])
     assert job.latest_run(str(tmp_path)) == run
+    # the window is a fraction of the schedule, not of the iterations run: this 2-iteration run read as the first
+    # half of a 4-iteration schedule that the guard stopped keeps only what was saved from iteration 2 on
+    assert job.main([*common, "--iterations", "4", "--select_from", "0.5", "--from_run", run]) == 0
+    with open(os.path.join(run, "main_job_summary.json")) as f:
+        stopped = json.load(f)
+    assert [r["iteration"] for r in stopped["selection"]["candidates"]] == [saved[-1]] == [2]
+    assert stopped["shipped_average_of"] is None and stopped["shipped_iteration"] == 2
 
 
 def run_checkpoints_of(run: str) -> list[int]:
