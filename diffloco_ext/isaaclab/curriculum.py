@@ -183,10 +183,10 @@ class velocity_command_curriculum(ManagerTermBase):
 #: Event terms built again when their ranges change: they sample from the range at construction.
 REBUILT_EVENTS = ("physics_material",)
 #: The project's ``RandomizationRangesCfg`` ranges; each is the curriculum param ``<name>_after_curriculum``
-#: (``edge_fraction`` and ``adversarial_fraction`` are not ranges: the Isaac Lab mapping rejects them,
-#: ``env_cfg.events_cfg``).
-RANDOMIZATION_AFTER_CURRICULUM = tuple(f.name for f in dataclasses.fields(RandomizationRangesCfg)
-                                       if f.name not in ("edge_fraction", "adversarial_fraction"))
+#: (``edge_fraction``, ``adversarial_fraction`` and ``observation_delay_fraction`` are not ranges: the Isaac Lab
+#: mapping rejects them, ``env_cfg.events_cfg``).
+RANDOMIZATION_AFTER_CURRICULUM = tuple(f.name for f in dataclasses.fields(RandomizationRangesCfg) if f.name not in
+                                       ("edge_fraction", "adversarial_fraction", "observation_delay_fraction"))
 
 
 def event_params_after_curriculum(params: dict, env) -> dict[str, dict]:

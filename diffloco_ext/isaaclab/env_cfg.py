@@ -266,6 +266,9 @@ def events_cfg(rand: task_cfg.RandomizationCfg, reset: task_cfg.ResetCfg):
         raise ValueError("randomization.adversarial_fraction (parameters moved along the return's gradient) needs a "
                          "differentiable simulator; Isaac Lab's randomisation events draw uniformly: set it to 0 for "
                          "the Isaac Lab task")
+    if rand.observation_delay_fraction or rand.after_curriculum.observation_delay_fraction:
+        raise ValueError("randomization.observation_delay_fraction (a policy step of observation latency) has no "
+                         "counterpart among Isaac Lab's observation terms here: set it to 0 for the Isaac Lab task")
 
     @configclass
     class EventsCfg:

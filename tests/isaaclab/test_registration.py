@@ -94,7 +94,8 @@ def test_env_cfg_values_come_from_the_project_task(tmp_path, monkeypatch):
 def test_project_command_options_without_an_isaaclab_counterpart_are_clear_errors():
     """The project's boundary commands and the curriculum's performance gate have no counterpart in Isaac Lab's
     ``UniformVelocityCommand`` and step counter, nor the randomisation's draws at the ranges' endpoints
-    (``edge_fraction``) or the adversary's gradient steps (``adversarial_fraction``) in Isaac Lab's uniform events: mapping a task that uses them is an error, not a silently
+    (``edge_fraction``) or the adversary's gradient steps (``adversarial_fraction``) in Isaac Lab's uniform events, nor the observation
+    delay (``observation_delay_fraction``): mapping a task that uses them is an error, not a silently
     different task. The curriculum itself maps (``curriculum_cfg``)."""
     from diffloco_ext.isaaclab.env_cfg import commands_cfg, curriculum_cfg
     from diffloco_ext.tasks.velocity.env_cfg import CommandsCfg, RandomizationCfg, RewardsCfg
@@ -111,6 +112,8 @@ def test_project_command_options_without_an_isaaclab_counterpart_are_clear_error
         events_cfg(RandomizationCfg(after_curriculum=RandomizationRangesCfg(edge_fraction=0.3)), ResetCfg())
     with pytest.raises(ValueError, match="adversarial_fraction"):
         events_cfg(RandomizationCfg(after_curriculum=RandomizationRangesCfg(adversarial_fraction=0.3)), ResetCfg())
+    with pytest.raises(ValueError, match="observation_delay_fraction"):
+        events_cfg(RandomizationCfg(observation_delay_fraction=0.3), ResetCfg())
     assert events_cfg(RandomizationCfg(), ResetCfg()).actuator_gains is not None
     assert commands_cfg(CommandsCfg()).base_velocity.resampling_time_range == (10.0, 10.0)
     # without a curriculum the final period holds from the start; with one, the initial period (the term switches)

@@ -617,6 +617,105 @@ def test_env_step_gradients_match_finite_differences_through_a_reset():
     assert g is None or g[0].abs().max() == 0
 
 
+def _delayed_env(num_envs: int, fraction: float) -> VelocityEnv:
+    cfg = AnymalDFlatEnvCfg(num_envs=num_envs, seed=3)
+    cfg.sim.dtype = "float64"
+    cfg.observation_noise.enable = False
+    cfg.commands.heading_command = False
+    cfg.randomization.observation_delay_fraction = fraction
+    env = VelocityEnv(cfg)
+    env.cfg.state_grad_clip = env.cfg.action_grad_clip = env.cfg.grad_clip_relative = None  # the exact gradient
+    return env
+
+
+def test_observation_delay_shows_the_chosen_envs_policy_the_previous_steps_state():
+    """``randomization.observation_delay_fraction``: the chosen envs' policy observation is the observation of the
+    state one policy step before (base velocities, gravity, joints) with this step's command and last actions, as
+    the validation's ``latency`` scenario builds it; right after a reset, of the reset state; the critic's and the
+    other envs' observations are of the current state; the final observations (before a reset) are delayed too.
+    0 draws no random numbers (a seed's runs are unchanged); a bad fraction is an error naming the field."""
+    from diffloco_ext.tasks.velocity.observations import policy_observation
+
+    env = _delayed_env(8, 0.5)
+    late = env.observation_delayed.clone()
+    assert 0 < int(late.sum()) < 8
+    rng = np.random.default_rng(4)
+
+    def observed(q, u):
+        return policy_observation(q, u, env.params["body_com"][:, 0], env.commands.command, env.actions,
+                                  env.default_joint_pos, env.to_isaaclab)
+
+    torch.testing.assert_close(env.get_observations()["policy"], observed(env.q, env.u))  # after the reset
+    env.episode_length_buf[2] = env.max_episode_length - 3  # env 2 times out (resets) at the third step
+    for t in range(4):
+        q0, u0 = env.q.clone(), env.u.clone()
+        obs, _, dones, extras = env.step(torch.tensor(rng.uniform(-0.5, 0.5, (8, 12))))
+        assert bool(env.observation_delayed.eq(late | dones.bool() & env.observation_delayed).all())
+        expected = torch.where(late[:, None], observed(q0, u0), observed(env.q, env.u))
+        if t == 2:
+            assert bool(dones[2])
+            late = env.observation_delayed.clone()  # env 2 drew again at its reset: it sees its reset state
+            expected[2] = observed(env.q, env.u)[2]
+        else:  # (the final observations hold the command before this step's resampling)
+            state_part = [*range(9), *range(12, 48)]
+            torch.testing.assert_close(extras["final_observations"]["policy"][:, state_part], expected[:, state_part])
+        torch.testing.assert_close(obs["policy"], expected)
+        torch.testing.assert_close(obs["critic"][:, :48], observed(env.q, env.u))
+        assert not torch.allclose(observed(q0, u0)[late], observed(env.q, env.u)[late])  # the delay shows
+    # a saved state restores the delayed envs and the state they see
+    state = env.state_dict()
+    a = torch.tensor(rng.uniform(-0.5, 0.5, (8, 12)))
+    first = env.step(a)[0]["policy"]
+    env.load_state_dict(state)
+    torch.testing.assert_close(env.step(a)[0]["policy"], first)
+    # off: no draw (the same stream as before the option)
+    off, plain = _delayed_env(4, 0.0), make_env(num_envs=4, heading=False)
+    assert torch.equal(off.generator.get_state(), plain.generator.get_state()) and not off.observation_delayed.any()
+    for bad in (1.5, -0.1, True):
+        cfg = AnymalDFlatEnvCfg(num_envs=2, seed=3)
+        cfg.randomization.observation_delay_fraction = bad
+        with pytest.raises(ValueError, match="env.randomization.observation_delay_fraction"):
+            VelocityEnv(cfg)
+    cfg = AnymalDFlatEnvCfg(num_envs=2, seed=3)
+    cfg.randomization.after_curriculum.observation_delay_fraction = 2.0
+    with pytest.raises(ValueError, match="after_curriculum.observation_delay_fraction"):
+        VelocityEnv(cfg)
+
+
+def test_delayed_observation_gradients_match_finite_differences():
+    """Float64 central differences of the delayed envs' observations (and the rewards) over 3 policy steps w.r.t.
+    the actions: the delayed state is the previous step's, in the graph (a policy step's action reaches the
+    delayed observation one step later)."""
+    env = _delayed_env(3, 1.0)
+    with torch.no_grad():
+        for _ in range(10):
+            env.step(torch.zeros(3, 12, dtype=torch.float64))
+    state = env.state_dict()
+    rng = np.random.default_rng(5)
+    actions = [torch.tensor(rng.uniform(-0.3, 0.3, (3, 12))).requires_grad_(True) for _ in range(3)]
+    grads = torch.autograd.grad(_loss(env, state, actions), actions)
+    eps, checked = 1e-6, 0
+    with torch.no_grad():
+        for t, env_i, j in [(0, 0, 4), (1, 1, 7), (0, 2, 11), (1, 0, 2)]:
+            a = [x.detach().clone() for x in actions]
+            a[t][env_i, j] += eps
+            plus = _loss(env, state, a).item()
+            a[t][env_i, j] -= 2 * eps
+            minus = _loss(env, state, a).item()
+            fd = (plus - minus) / (2 * eps)
+            g = grads[t][env_i, j].item()
+            assert abs(g - fd) <= 1e-5 * max(1.0, abs(fd)), (t, env_i, j, g, fd)
+            checked += abs(fd) > 1e-6
+    assert checked >= 3
+    # the last step's delayed joint observations depend on the second step's action, not on the third's
+    env.load_state_dict(state)
+    a = [x.detach().clone().requires_grad_(True) for x in actions]
+    for x in a:
+        obs = env.step(x)[0]["policy"]
+    g1, g2 = torch.autograd.grad(obs[:, 12:36].sum(), [a[1], a[2]], allow_unused=True)
+    assert g1.abs().max() > 0 and (g2 is None or g2.abs().max() == 0)
+
+
 def test_relative_gradient_clip_bounds_outlier_envs_only():
     """The relative clip scales a row above ``k`` times the batch's median row norm down to that bound, leaves the
     rows below it (and zero rows, which do not count towards the median) untouched."""

@@ -51,6 +51,8 @@ class VelocityEnv(LocomotionEnv):
         self.base_mass_scale = torch.ones(N, dtype=dt, device=dev)
         self._draws = self._nominal_draws()
         self.adversarial = torch.zeros(N, dtype=torch.bool, device=dev)  # envs whose draws the adversary moves
+        self.observation_delayed = torch.zeros(N, dtype=torch.bool, device=dev)  # envs whose policy sees q, u late
+        self._state_seen: tuple[torch.Tensor, torch.Tensor] | None = None  # (q, u) of the last observation's step
         self._reset_since_detach = torch.zeros(N, dtype=torch.bool, device=dev)
         self._leaves: dict[str, torch.Tensor] | None = None
         self.foot_height = torch.zeros(N, self.model.num_feet, dtype=dt, device=dev)
@@ -74,7 +76,7 @@ class VelocityEnv(LocomotionEnv):
         if bad:
             raise ValueError(f"env.rewards.weights_after_curriculum: weights must be finite numbers, got {bad}")
         r = self.cfg.randomization
-        for key in ("edge_fraction", "adversarial_fraction"):
+        for key in ("edge_fraction", "adversarial_fraction", "observation_delay_fraction"):
             for name, f in ((key, getattr(r, key)), (f"after_curriculum.{key}", getattr(r.after_curriculum, key))):
                 if f is not None and (isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 <= f <= 1.0):
                     raise ValueError(f"env.randomization.{name} must be a fraction in [0, 1], got {f!r}")
@@ -86,17 +88,28 @@ class VelocityEnv(LocomotionEnv):
         return BaseState(self.q, self.u, self.params["body_com"][:, 0])
 
     # ---- observations ------------------------------------------------------------------------------------------
+    def step(self, actions: torch.Tensor):
+        self._state_seen = (self.q, self.u)  # what a delayed env's policy sees after this step
+        return super().step(actions)
+
     def _observations(self) -> TensorDict:
-        clean = policy_observation(self.q, self.u, self.params["body_com"][:, 0], self.commands.command,
-                                   self.actions, self.default_joint_pos, self.to_isaaclab)
-        noise = self.cfg.observation_noise
+        base_com = self.params["body_com"][:, 0]
+        clean = policy_observation(self.q, self.u, base_com, self.commands.command, self.actions,
+                                   self.default_joint_pos, self.to_isaaclab)
         policy = clean
+        if self._state_seen is not None and bool(self.observation_delayed.any()):  # randomization.observation_delay
+            late = self.observation_delayed[:, None]
+            q_seen = torch.where(late, self._state_seen[0], self.q)
+            u_seen = torch.where(late, self._state_seen[1], self.u)
+            policy = policy_observation(q_seen, u_seen, base_com, self.commands.command, self.actions,
+                                        self.default_joint_pos, self.to_isaaclab)
+        noise = self.cfg.observation_noise
         if noise.enable:
             widths = (noise.base_lin_vel, noise.base_ang_vel, noise.projected_gravity, 0.0, noise.joint_pos,
                       noise.joint_vel, 0.0)
             scale = torch.cat([torch.full((size,), w, dtype=self.dtype, device=self.device)
                                for (_, size), w in zip(POLICY_TERMS, widths)])
-            policy = clean + self.uniform(-1.0, 1.0, *clean.shape) * scale
+            policy = policy + self.uniform(-1.0, 1.0, *clean.shape) * scale
         groups = {"policy": policy}
         if self.cfg.privileged_critic:
             privileged = torch.cat([self.contact_state.to(self.dtype), self.foot_height,
@@ -262,6 +275,10 @@ class VelocityEnv(LocomotionEnv):
         chosen = (torch.rand(N, generator=self.generator, device=self.device) < fraction if fraction
                   else torch.zeros_like(mask))
         self.adversarial = torch.where(mask, chosen, self.adversarial)
+        delay = getattr(r, "observation_delay_fraction", 0.0) if self.cfg.randomization.enable else 0.0
+        late = (torch.rand(N, generator=self.generator, device=self.device) < delay if delay
+                else torch.zeros_like(mask))
+        self.observation_delayed = torch.where(mask, late, self.observation_delayed)
         self._reset_since_detach = self._reset_since_detach | mask
         return self._params_of(fresh)
 
@@ -307,6 +324,8 @@ class VelocityEnv(LocomotionEnv):
         clamped to the ranges in force, unless the env was reset since; then fresh leaves for the next horizon's
         gradient. Envs not chosen keep their draws."""
         super().detach_state()
+        if self._state_seen is not None:
+            self._state_seen = (self._state_seen[0].detach(), self._state_seen[1].detach())
         leaves, self._leaves = self._leaves, None
         if leaves is not None:
             keep = self.adversarial & ~self._reset_since_detach
@@ -343,6 +362,9 @@ class VelocityEnv(LocomotionEnv):
 
     def _on_reset(self, mask: torch.Tensor) -> None:
         r = self.cfg.randomization
+        if self._state_seen is not None:  # a reset env's delayed policy sees its reset state (no history yet)
+            m = mask[:, None]
+            self._state_seen = (torch.where(m, self.q, self._state_seen[0]), torch.where(m, self.u, self._state_seen[1]))
         self.push_time_left = torch.where(mask, self.uniform(*r.push_interval, self.num_envs).float(),
                                           self.push_time_left)
         self.foot_height = torch.where(mask[:, None], torch.zeros_like(self.foot_height), self.foot_height)
@@ -364,7 +386,9 @@ class VelocityEnv(LocomotionEnv):
     def _task_state(self) -> dict:
         return {"commands": self.commands.state_dict(), "push_time_left": self.push_time_left.clone(),
                 "base_mass_scale": self.base_mass_scale.clone(), "foot_height": self.foot_height.clone(),
-                "draws": {k: v.detach().clone() for k, v in self._draws.items()}, "adversarial": self.adversarial.clone()}
+                "draws": {k: v.detach().clone() for k, v in self._draws.items()}, "adversarial": self.adversarial.clone(),
+                "observation_delayed": self.observation_delayed.clone(),
+                "state_seen": None if self._state_seen is None else tuple(t.detach().clone() for t in self._state_seen)}
 
     def _load_task_state(self, state: dict) -> None:
         self.commands.load_state_dict(state["commands"])
@@ -384,3 +408,7 @@ class VelocityEnv(LocomotionEnv):
             self.adversarial = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         self._leaves = None
         self._reset_since_detach = torch.zeros_like(self.adversarial)
+        # states saved before the observation delay: no env delayed
+        self.observation_delayed = state.get("observation_delayed", torch.zeros_like(self.adversarial)).clone()
+        seen = state.get("state_seen")
+        self._state_seen = None if seen is None else tuple(t.clone().to(self.dtype) for t in seen)

@@ -222,6 +222,7 @@ class RandomizationRangesCfg:
     damping_scale: tuple[float, float] | None = None
     edge_fraction: float | None = None
     adversarial_fraction: float | None = None
+    observation_delay_fraction: float | None = None
 
 
 @dataclass
@@ -251,6 +252,13 @@ class RandomizationCfg:
     leave the parameters where they were drawn. 0: off (the draws and their random numbers as without it)."""
     adversarial_step: float = 0.25
     """The adversary's step per horizon, as a fraction of each range's width (0.25: any corner within 4 horizons)."""
+    observation_delay_fraction: float = 0.0
+    """Fraction of the envs (drawn at each reset) whose policy sees the robot's state one policy step (``sim.dt x
+    decimation``, 20 ms) late: base velocities, projected gravity, joint positions and velocities of the state before
+    the last step, with the current command and last actions (the validation's ``latency`` scenario, a deployment's
+    estimator and communication delay). Right after a reset the delayed envs see the reset state. The critic's
+    observations stay current. Differentiable (the delayed state is the previous step's, in the graph). 0: off (no
+    random numbers drawn)."""
     push_interval: tuple[float, float] = (10.0, 15.0)  # s
     push_velocity_xy: float = 0.5  # m/s, added to the base velocity
     pushes_after_curriculum: bool = False
