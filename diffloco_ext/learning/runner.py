@@ -134,12 +134,33 @@ class SHACRunner:
                     "Train/skipped_critic_updates": self.alg.skipped_critic_updates,
                 },
             )
-            if self.logger.writer is not None and self.current_learning_iteration % self.cfg["save_interval"] == 0:
-                self.save(os.path.join(self.logger.log_dir, f"model_{self.current_learning_iteration}.pt"))
+            if self.current_learning_iteration % self.cfg["save_interval"] == 0:
+                ranks = self._gather_rank_states()  # every rank takes part; rank 0 writes
+                if self.logger.writer is not None:
+                    self.save(os.path.join(self.logger.log_dir, f"model_{self.current_learning_iteration}.pt"),
+                              rank_states=ranks)
 
+        ranks = self._gather_rank_states()
         if self.logger.writer is not None:
-            self.save(os.path.join(self.logger.log_dir, f"model_{self.current_learning_iteration}.pt"))
+            self.save(os.path.join(self.logger.log_dir, f"model_{self.current_learning_iteration}.pt"),
+                      rank_states=ranks)
             self.logger.stop_logging_writer()
+
+    def _rank_state(self) -> dict:
+        """This process's share of a checkpoint: its env's state and its torch RNG state."""
+        env_state = self.env.state_dict() if callable(getattr(self.env, "state_dict", None)) else None
+        return {"env_state": env_state, "num_envs": self.env.num_envs, "torch_rng": torch.get_rng_state()}
+
+    def _gather_rank_states(self) -> list[dict] | None:
+        """Every rank's :meth:`_rank_state`, on rank 0 (None on the others and without ranks). A collective: all
+        ranks call it at the same iterations. Data-parallel ranks run different envs (their own seeds); a checkpoint
+        holds each one's, so that a resumed run's ranks continue their own episodes instead of all continuing rank
+        0's (identical ranks: the same gradient twice, half the batch)."""
+        if not self.is_distributed:
+            return None
+        gathered = [None] * self.gpu_world_size if self.gpu_global_rank == 0 else None
+        torch.distributed.gather_object(self._rank_state(), gathered, dst=0)
+        return gathered
 
     def _curriculum_progress(self) -> float:
         """The env's ``curriculum_progress`` in [0, 1] (1 for an env without one), the lowest over the ranks."""
@@ -155,8 +176,10 @@ class SHACRunner:
         return dist.std.detach()
 
     # ---- checkpoints --------------------------------------------------------------------------------------------
-    def save(self, path: str, infos: dict | None = None) -> None:
-        """Write a checkpoint atomically. Raises ``RuntimeError`` (writing nothing) if a model holds NaN/inf."""
+    def save(self, path: str, infos: dict | None = None, rank_states: list[dict] | None = None) -> None:
+        """Write a checkpoint atomically. Raises ``RuntimeError`` (writing nothing) if a model holds NaN/inf.
+        ``rank_states``: every data-parallel rank's env and RNG state (:meth:`_gather_rank_states`), stored beside
+        this process's."""
         saved = self.alg.save()
         bad = non_finite_entries({k: v for k, v in saved.items() if k.endswith("_state_dict") and "optimizer" not in k})
         if bad:
@@ -170,6 +193,8 @@ class SHACRunner:
         if callable(getattr(self.env, "state_dict", None)):
             saved["env_state"] = self.env.state_dict()
             saved["num_envs"] = self.env.num_envs
+        if rank_states is not None:
+            saved["rank_states"] = rank_states
         save_atomic(saved, path)
         self.logger.save_model(path, self.current_learning_iteration)
 
@@ -184,18 +209,31 @@ class SHACRunner:
         if self.alg.load(loaded, load_cfg, strict):
             self.current_learning_iteration = int(loaded["iter"])
         want = (lambda key: True) if load_cfg is None else (lambda key: bool(load_cfg.get(key)))
+        # a data-parallel run's checkpoint holds every rank's env and RNG state: each rank takes its own (a run
+        # resumed on as many ranks), else rank 0's (one process resuming any run)
+        ranks = loaded.get("rank_states")
+        rank = self.gpu_global_rank if self.is_distributed else 0
+        own = ranks[rank] if ranks and (len(ranks) == self.gpu_world_size or not self.is_distributed) else None
         rng = loaded.get("rng_state")
         if want("rng") and rng is not None:
-            torch.set_rng_state(rng["torch"])
+            torch.set_rng_state(own["torch_rng"] if own is not None else rng["torch"])
             if rng.get("cuda") is not None and torch.cuda.is_available() and len(rng["cuda"]) == torch.cuda.device_count():
                 torch.cuda.set_rng_state_all(rng["cuda"])
-        if (
-            want("env")
-            and "env_state" in loaded
-            and callable(getattr(self.env, "load_state_dict", None))
-            and loaded.get("num_envs") == self.env.num_envs
-        ):
-            self.env.load_state_dict(loaded["env_state"])
+        env_state, num_envs = (own["env_state"], own["num_envs"]) if own is not None else (
+            loaded.get("env_state"), loaded.get("num_envs"))
+        if want("env") and env_state is not None and callable(getattr(self.env, "load_state_dict", None)) \
+                and num_envs == self.env.num_envs:
+            self.env.load_state_dict(env_state)
+            if self.is_distributed and own is None and rank > 0:
+                # one state for several ranks (a checkpoint of a single process or of another rank count): the same
+                # episodes and random streams on every rank would make the ranks duplicates; each rank > 0 draws
+                # from its own streams from here on (its envs diverge at their next random draw)
+                generator = getattr(self.env, "generator", None)
+                if generator is not None:
+                    generator.manual_seed(int(generator.initial_seed()) + 7919 * rank)
+                torch.manual_seed(torch.initial_seed() + 7919 * rank)
+                print(f"[diffloco] rank {rank}: the checkpoint holds one env state ({len(ranks or []) or 1} "
+                      f"rank(s)), loaded with rank-{rank} random streams", flush=True)
         return loaded.get("infos")
 
     # ---- inference and export -----------------------------------------------------------------------------------

@@ -63,5 +63,34 @@ def main(out_dir: str, iterations: int) -> None:
     torch.distributed.destroy_process_group()
 
 
+def checkpoint(out_dir: str, mode: str) -> None:
+    """``save``: two ranks train SHAC 2 iterations and write ``model_2.pt``; each rank writes its env's state.
+    ``resume`` / ``resume_single``: two ranks load ``model_2.pt`` (of two ranks / of one process); each rank writes
+    its env's state after the load and after one more iteration (with the parameters)."""
+    torch.set_num_threads(1)
+    rank = int(os.environ["RANK"])
+    torch.manual_seed(100 + rank)
+    env = PointMassEnv(PointMassCfg(num_envs=8, seed=rank, dim=3, max_episode_length=12))
+    cfg = SHACRunnerCfg(num_steps_per_env=4, max_iterations=2, save_interval=2)
+    cfg.algorithm.num_critic_epochs = 1
+    run = os.path.join(out_dir, "run_single" if mode == "resume_single" else "run")
+    with contextlib.redirect_stdout(io.StringIO()):
+        runner = make_runner(env, cfg, log_dir=run if mode == "save" else None, device="cpu")
+        if mode == "save":
+            runner.learn(2)
+            torch.save({"saved": env.state_dict()["state"]}, os.path.join(out_dir, f"save{rank}.pt"))
+        else:
+            runner.load(os.path.join(run, "model_2.pt"))
+            loaded = env.state_dict()["state"]
+            runner.learn(1)
+            torch.save({"loaded": loaded, "after": env.state_dict()["state"],
+                        "params": _flat([runner.alg.actor, runner.alg.critic])},
+                       os.path.join(out_dir, f"{mode}{rank}.pt"))
+    torch.distributed.destroy_process_group()
+
+
 if __name__ == "__main__":
-    (ppo if len(sys.argv) > 3 and sys.argv[3] == "ppo" else main)(sys.argv[1], int(sys.argv[2]))
+    if len(sys.argv) > 3 and sys.argv[3].startswith(("save", "resume")):
+        checkpoint(sys.argv[1], sys.argv[3])
+    else:
+        (ppo if len(sys.argv) > 3 and sys.argv[3] == "ppo" else main)(sys.argv[1], int(sys.argv[2]))
