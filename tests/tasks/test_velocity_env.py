@@ -426,15 +426,23 @@ def test_edge_fraction_puts_that_share_of_the_draws_on_the_ranges_endpoints():
         env_with(0.0, after=2.0)
 
 
-def _adversarial_env(num_envs: int, fraction: float = 1.0) -> VelocityEnv:
-    """Float64, no noise, no heading control, the adversary on ``fraction`` of the envs, settled on the ground."""
+def _exact_env(num_envs: int, **randomization) -> VelocityEnv:
+    """Float64, no noise, no heading control, no gradient clips (the exact gradient), the given
+    ``randomization`` fields set."""
     cfg = AnymalDFlatEnvCfg(num_envs=num_envs, seed=3)
     cfg.sim.dtype = "float64"
     cfg.observation_noise.enable = False
     cfg.commands.heading_command = False
-    cfg.randomization.adversarial_fraction = fraction
+    for key, value in randomization.items():
+        setattr(cfg.randomization, key, value)
     env = VelocityEnv(cfg)
-    env.cfg.state_grad_clip = env.cfg.action_grad_clip = env.cfg.grad_clip_relative = None  # the exact gradient
+    env.cfg.state_grad_clip = env.cfg.action_grad_clip = env.cfg.grad_clip_relative = None
+    return env
+
+
+def _adversarial_env(num_envs: int, fraction: float = 1.0) -> VelocityEnv:
+    """:func:`_exact_env` with the adversary on ``fraction`` of the envs, settled on the ground."""
+    env = _exact_env(num_envs, adversarial_fraction=fraction)
     with torch.no_grad():
         for _ in range(30):  # dropped from 0.65 m: on its feet after ~0.5 s
             env.step(torch.zeros(num_envs, 12, dtype=torch.float64))
@@ -575,6 +583,24 @@ def _loss(env, state, actions):
     return total
 
 
+def _check_action_gradients(env, state, actions, grads, entries) -> int:
+    """Float64 central differences (eps 1e-6) of :func:`_loss` w.r.t. the action entries ``(step, env, joint)``
+    against ``grads``; returns how many had a non-negligible derivative."""
+    eps, checked = 1e-6, 0
+    with torch.no_grad():
+        for t, env_i, j in entries:
+            a = [x.detach().clone() for x in actions]
+            a[t][env_i, j] += eps
+            plus = _loss(env, state, a).item()
+            a[t][env_i, j] -= 2 * eps
+            minus = _loss(env, state, a).item()
+            fd = (plus - minus) / (2 * eps)
+            g = grads[t][env_i, j].item()
+            assert abs(g - fd) <= 1e-5 * max(1.0, abs(fd)), (t, env_i, j, g, fd)
+            checked += abs(fd) > 1e-6
+    return checked
+
+
 def test_env_step_gradients_match_finite_differences_through_a_reset():
     """Float64 central differences of rewards and observations over 3 policy steps w.r.t. the actions, with env 0
     timing out (and resetting) after the second step. Heading control is off: the command is exogenous (no
@@ -594,19 +620,8 @@ def test_env_step_gradients_match_finite_differences_through_a_reset():
         a.requires_grad_(True)
     loss = _loss(env, state, actions)
     grads = torch.autograd.grad(loss, actions)
-    eps, checked = 1e-6, 0
-    with torch.no_grad():
-        for t, env_i, j in [(0, 0, 4), (1, 0, 7), (2, 0, 1), (0, 1, 5), (2, 2, 11), (1, 2, 0)]:
-            a = [x.detach().clone() for x in actions]
-            a[t][env_i, j] += eps
-            plus = _loss(env, state, a).item()
-            a[t][env_i, j] -= 2 * eps
-            minus = _loss(env, state, a).item()
-            fd = (plus - minus) / (2 * eps)
-            g = grads[t][env_i, j].item()
-            assert abs(g - fd) <= 1e-5 * max(1.0, abs(fd)), (t, env_i, j, g, fd)
-            checked += abs(fd) > 1e-6
-    assert checked >= 4
+    entries = [(0, 0, 4), (1, 0, 7), (2, 0, 1), (0, 1, 5), (2, 2, 11), (1, 2, 0)]
+    assert _check_action_gradients(env, state, actions, grads, entries) >= 4
     # env 0 reset after step 1: its last step's observations do not depend on its first actions
     env.load_state_dict(state)
     a0 = actions[0].detach().clone().requires_grad_(True)
@@ -618,14 +633,7 @@ def test_env_step_gradients_match_finite_differences_through_a_reset():
 
 
 def _delayed_env(num_envs: int, fraction: float) -> VelocityEnv:
-    cfg = AnymalDFlatEnvCfg(num_envs=num_envs, seed=3)
-    cfg.sim.dtype = "float64"
-    cfg.observation_noise.enable = False
-    cfg.commands.heading_command = False
-    cfg.randomization.observation_delay_fraction = fraction
-    env = VelocityEnv(cfg)
-    env.cfg.state_grad_clip = env.cfg.action_grad_clip = env.cfg.grad_clip_relative = None  # the exact gradient
-    return env
+    return _exact_env(num_envs, observation_delay_fraction=fraction)
 
 
 def test_observation_delay_shows_the_chosen_envs_policy_the_previous_steps_state():
@@ -694,19 +702,7 @@ def test_delayed_observation_gradients_match_finite_differences():
     rng = np.random.default_rng(5)
     actions = [torch.tensor(rng.uniform(-0.3, 0.3, (3, 12))).requires_grad_(True) for _ in range(3)]
     grads = torch.autograd.grad(_loss(env, state, actions), actions)
-    eps, checked = 1e-6, 0
-    with torch.no_grad():
-        for t, env_i, j in [(0, 0, 4), (1, 1, 7), (0, 2, 11), (1, 0, 2)]:
-            a = [x.detach().clone() for x in actions]
-            a[t][env_i, j] += eps
-            plus = _loss(env, state, a).item()
-            a[t][env_i, j] -= 2 * eps
-            minus = _loss(env, state, a).item()
-            fd = (plus - minus) / (2 * eps)
-            g = grads[t][env_i, j].item()
-            assert abs(g - fd) <= 1e-5 * max(1.0, abs(fd)), (t, env_i, j, g, fd)
-            checked += abs(fd) > 1e-6
-    assert checked >= 3
+    assert _check_action_gradients(env, state, actions, grads, [(0, 0, 4), (1, 1, 7), (0, 2, 11), (1, 0, 2)]) >= 3
     # the last step's delayed joint observations depend on the second step's action, not on the third's
     env.load_state_dict(state)
     a = [x.detach().clone().requires_grad_(True) for x in actions]
