@@ -58,13 +58,17 @@ def main(argv: list[str] | None = None) -> str:
         print(f"[diffloco] resuming from {resume_path}", flush=True)
         runner.load(resume_path)
     start = time.time()
+    # episodes start at random lengths (Isaac Lab's and rsl_rl's train scripts), unless a resume restored the envs
+    # mid-episode (SHAC's checkpoints hold every rank's env state): then the run continues as the interrupted one
+    random_start = not getattr(runner, "env_state_restored", False)
     if args.max_minutes is not None:
-        iterations = learn_within_budget(runner, args.max_minutes, schedule_iterations=args.max_iterations)
+        iterations = learn_within_budget(runner, args.max_minutes, schedule_iterations=args.max_iterations,
+                                         init_at_random_ep_len=random_start)
     else:
         iterations = agent_cfg.max_iterations
         if hasattr(runner.alg, "max_iterations"):  # SHAC's schedule: the iterations before a resume count too
             runner.alg.max_iterations = runner.current_learning_iteration + iterations
-        runner.learn(num_learning_iterations=iterations, init_at_random_ep_len=True)
+        runner.learn(num_learning_iterations=iterations, init_at_random_ep_len=random_start)
     print(f"[diffloco] trained {iterations} iterations in {time.time() - start:.0f} s; "
           f"checkpoints in {log_dir}", flush=True)
     return log_dir

@@ -52,6 +52,7 @@ class SHACRunner:
         self.env = env
         self.cfg = train_cfg
         self.device = device
+        self.env_state_restored = False  # set by load() when a checkpoint's env state was loaded
         self.cfg["multi_gpu"] = configure_distributed(device)
         self.is_distributed = self.cfg["multi_gpu"] is not None
         self.gpu_world_size = self.cfg["multi_gpu"]["world_size"] if self.is_distributed else 1
@@ -224,6 +225,7 @@ class SHACRunner:
         if want("env") and env_state is not None and callable(getattr(self.env, "load_state_dict", None)) \
                 and num_envs == self.env.num_envs:
             self.env.load_state_dict(env_state)
+            self.env_state_restored = True  # the envs continue mid-episode: no random episode lengths at learn()
             if self.is_distributed and own is None and rank > 0:
                 # one state for several ranks (a checkpoint of a single process or of another rank count): the same
                 # episodes and random streams on every rank would make the ranks duplicates; each rank > 0 draws

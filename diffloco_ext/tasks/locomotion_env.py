@@ -276,6 +276,7 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
                  ("q", "u", "actions", "previous_actions", "actions_before_previous", "episode_length_buf",
                   "_episode_steps", "contact_state")}
         state["params"] = {k: v.detach().clone() for k, v in self.params.items()}
+        state["obs"] = self._obs.detach().clone()  # as observed (with its noise draw): not drawn again at the load
         state["generator"] = self.generator.get_state()
         state["task"] = self._task_state()
         return state
@@ -294,7 +295,10 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
         self.params = {k: own(v) for k, v in state["params"].items()}
         self.generator.set_state(state["generator"])
         self._load_task_state(state.get("task", {}))
-        self._obs = self._observations()
+        if "obs" in state:
+            self._obs = state["obs"].apply(own)
+        else:  # states saved before the observations were: computed again (a noise draw more)
+            self._obs = self._observations()
 
     def _task_state(self) -> dict:
         return {}

@@ -55,6 +55,8 @@ class VelocityEnv(LocomotionEnv):
         self._state_seen: tuple[torch.Tensor, torch.Tensor] | None = None  # (q, u) of the last observation's step
         self._reset_since_detach = torch.zeros(N, dtype=torch.bool, device=dev)
         self._leaves: dict[str, torch.Tensor] | None = None
+        # the last backward pass's gradients w.r.t. the draws, restored from a checkpoint (the leaves are not saved)
+        self._pending_adversary_grads: dict[str, torch.Tensor] | None = None
         self.foot_height = torch.zeros(N, self.model.num_feet, dtype=dt, device=dev)
         self.soft_lower, self.soft_upper = self.soft_joint_limits(self.cfg.rewards.soft_joint_pos_limit_factor)
         self.foot_phase = torch.tensor([TROT_PHASE.get(name[:2], 0.0) for name in self.foot_names], dtype=dt,
@@ -327,12 +329,14 @@ class VelocityEnv(LocomotionEnv):
         if self._state_seen is not None:
             self._state_seen = (self._state_seen[0].detach(), self._state_seen[1].detach())
         leaves, self._leaves = self._leaves, None
-        if leaves is not None:
+        grads = {k: v.grad for k, v in leaves.items()} if leaves is not None else self._pending_adversary_grads
+        self._pending_adversary_grads = None
+        if grads is not None:
             keep = self.adversarial & ~self._reset_since_detach
             step = self.cfg.randomization.adversarial_step
             with torch.no_grad():
                 for name, (lo, hi) in self._draw_bounds().items():
-                    grad = leaves[name].grad
+                    grad = grads.get(name)
                     if grad is None:
                         continue
                     value = self._draws[name]
@@ -344,9 +348,9 @@ class VelocityEnv(LocomotionEnv):
         if bool(self.adversarial.any()) and learning:
             self._leaves = {k: v.detach().clone().requires_grad_(True) for k, v in self._draws.items()}
             self.params = self._params_of(self._leaves)
-        elif leaves is not None:
+        elif grads is not None:
             self.params = self._params_of(self._draws)
-        if leaves is not None or self._leaves is not None:  # the moved parameters' observations (critic: friction)
+        if grads is not None or self._leaves is not None:  # the moved parameters' observations (critic: friction)
             self._obs = self._observations().detach()
 
     def _draw(self, low: float, high: float, *shape, edge_fraction: float) -> torch.Tensor:
@@ -387,7 +391,11 @@ class VelocityEnv(LocomotionEnv):
         return {"commands": self.commands.state_dict(), "push_time_left": self.push_time_left.clone(),
                 "base_mass_scale": self.base_mass_scale.clone(), "foot_height": self.foot_height.clone(),
                 "draws": {k: v.detach().clone() for k, v in self._draws.items()}, "adversarial": self.adversarial.clone(),
+                "reset_since_detach": self._reset_since_detach.clone(),
                 "observation_delayed": self.observation_delayed.clone(),
+                # the adversary's next step (at detach_state) follows these: a resumed run takes the same step
+                "adversary_grads": None if self._leaves is None else {
+                    k: v.grad.detach().clone() for k, v in self._leaves.items() if v.grad is not None},
                 "state_seen": None if self._state_seen is None else tuple(t.detach().clone() for t in self._state_seen)}
 
     def _load_task_state(self, state: dict) -> None:
@@ -407,7 +415,9 @@ class VelocityEnv(LocomotionEnv):
                            "damping_scale": self.params["joint_damping"][:, :1] / nom["joint_damping"][:, :1]}
             self.adversarial = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         self._leaves = None
-        self._reset_since_detach = torch.zeros_like(self.adversarial)
+        grads = state.get("adversary_grads")
+        self._pending_adversary_grads = None if grads is None else {k: v.clone().to(self.dtype) for k, v in grads.items()}
+        self._reset_since_detach = state.get("reset_since_detach", torch.zeros_like(self.adversarial)).clone()
         # states saved before the observation delay: no env delayed
         self.observation_delayed = state.get("observation_delayed", torch.zeros_like(self.adversarial)).clone()
         seen = state.get("state_seen")
