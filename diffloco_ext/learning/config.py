@@ -194,10 +194,35 @@ class RunnerCfg:
 
 
 @dataclass
+class ChatterGuardCfg:
+    """:class:`~diffloco_ext.learning.chatter_guard.ChatterGuard` arguments: roll the learner back to an earlier
+    snapshot, with a smaller actor learning rate, when its actions start to chatter. Off by default
+    (``max_rise=None``: the action rate is measured and logged only)."""
+
+    max_rise: float | None = None
+    """The guard fires when the training rollouts' action rate (RMS action change per policy step, raw action units,
+    the validation's ``action_rate``) of each of the last ``patience`` iterations exceeds this factor times its
+    lowest windowed value (the mean over ``patience`` iterations) since the curriculum's end, and
+    ``min_action_rate``; None: off."""
+    min_action_rate: float = 0.0
+    """Windowed rate at or below which the guard never fires."""
+    patience: int = 30
+    """Iterations the rise must last (the ANYmal D main job: a transient of ~20 iterations after the curriculum in
+    a run that then walks smoothly, docs/tasks.md session 28)."""
+    snapshot_interval: int = 10
+    learning_rate_factor: float = 0.5
+    max_rollbacks: int = 3
+    max_snapshots: int = 10
+    after_curriculum: bool = True
+    """Watch (and take snapshots) only once the env's curriculum is complete."""
+
+
+@dataclass
 class SHACRunnerCfg(RunnerCfg):
     """Config of :class:`diffloco_ext.learning.runner.SHACRunner`."""
 
     class_name: str = "SHACRunner"
+    chatter_guard: ChatterGuardCfg = field(default_factory=ChatterGuardCfg)
     actor: MLPModelCfg = field(
         default_factory=lambda: LayerNormMLPModelCfg(distribution_cfg=SquashedGaussianDistributionCfg())
     )

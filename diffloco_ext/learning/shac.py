@@ -170,6 +170,8 @@ class SHAC:
         self.curriculum_end_iteration: int | None = None
         self.schedule = schedule
         self.actor_learning_rate_init = actor_learning_rate
+        #: Factor on the actor's scheduled learning rate (1; the runner's chatter guard lowers it at a rollback).
+        self.actor_learning_rate_scale = 1.0
         self.critic_learning_rate_init = critic_learning_rate
         self.min_learning_rate = min_learning_rate
         self.max_iterations = max(1, int(max_iterations))
@@ -228,10 +230,10 @@ class SHAC:
         # the curriculum is done, then the decay over max_iterations; the main job of docs/tasks.md, session 10)
         lr_since = 0 if since is None else since
         frac = min(lr_since / self.max_iterations, 1.0) if self.schedule == "linear" else 0.0
-        for opt, lr0 in ((self.actor_optimizer, self.actor_learning_rate_init),
-                         (self.critic_optimizer, self.critic_learning_rate_init)):
+        for opt, lr0, scale in ((self.actor_optimizer, self.actor_learning_rate_init, self.actor_learning_rate_scale),
+                                (self.critic_optimizer, self.critic_learning_rate_init, 1.0)):
             for group in opt.param_groups:
-                group["lr"] = lr0 + (self.min_learning_rate - lr0) * frac
+                group["lr"] = scale * (lr0 + (self.min_learning_rate - lr0) * frac)
 
     # ---- rollout ------------------------------------------------------------------------------------------------
     def _reset_rollout(self) -> None:
