@@ -10,17 +10,17 @@ The guard measures, per iteration, the **action rate**: the RMS over joints of `
 units, the actions the env applied), averaged over the horizon's steps and all envs of all ranks, skipping the
 step pairs across a reset. This is the validation's ``action_rate`` (:mod:`diffloco_ext.validation.gates`), here on
 the training rollouts (their exploration noise included). Its level depends on the task and the stage of training
-(the ANYmal D main job: 0.6-0.9 early in its curriculum, 0.2-0.3 at its end), so the guard watches its *rise*: from
-the curriculum's end on it follows the windowed rate (the mean over the last ``patience`` iterations), keeps its
-lowest value as the baseline and, every ``snapshot_interval`` iterations, an in-memory snapshot of the learner
-(actor, critic, target critic, their normalisers, both optimisers) with the windowed rate at that time. When the
-rate of every iteration of the window exceeds both ``max_rise`` x the baseline and ``min_action_rate`` (a rise
-that lasts: right after the curriculum, as the critic's gradient ramps in, the rate of a run that goes on to walk
-smoothly can triple for some 20 iterations), it
+(the ANYmal D main job: 0.6-1.1 early in its curriculum, 0.15-0.25 at its end), so the guard watches its *rise*:
+from the curriculum's end on, it keeps as the baseline the lowest mean rate over ``snapshot_interval`` iterations,
+and takes an in-memory snapshot of the learner (actor, critic, target critic, their normalisers, both optimisers)
+every ``snapshot_interval`` iterations, labelled with the mean rate of the 5 iterations after it (the rollouts of
+that learner, near enough). When the rate of every one of the last ``patience`` iterations exceeds both
+``max_rise`` x the baseline and ``min_action_rate`` (a rise that lasts: some 20 iterations after the curriculum's
+end, as the critic's gradient has ramped in, the rate of a run that goes on to walk smoothly can triple for about
+20 iterations; a run that chatters stays up for hundreds), it
 
-1. restores the newest snapshot whose windowed rate was at most halfway from the baseline to the firing level
-   (the rise is gradual: the iterations just before it fires already lean towards chatter), else the snapshot with
-   the lowest rate,
+1. restores the newest snapshot whose label is at most halfway from the baseline to that level (the learner before
+   the rise), else the one with the lowest label,
 2. multiplies the actor's learning rate by ``learning_rate_factor`` for the rest of the run (a smaller step along
    the same objective; the env, its curriculum, the random streams and the iteration count go on, so the
    restored learner meets new rollouts and the schedules keep their clock),
@@ -40,8 +40,8 @@ import torch
 
 @dataclass
 class RollbackEvent:
-    """What a rollback did: the iteration it fired at (0-based, the iteration just completed), the windowed action
-    rate that fired it, the snapshot's iteration (the learner's state after that many iterations) and the actor
+    """What a rollback did: the iteration it fired at (0-based, the iteration just completed), the mean action rate
+    over the window that fired it, the snapshot's iteration (the learner's state after that many iterations) and the actor
     learning-rate scale from now on."""
 
     iteration: int
@@ -56,12 +56,12 @@ class ChatterGuard:
 
     Args:
         max_rise: the guard fires when the action rate of each of the last ``patience`` iterations exceeds this
-            factor times the lowest windowed rate since watching began (and ``min_action_rate``); None: measure and
-            log only.
-        min_action_rate: windowed rate (RMS action change per policy step, raw action units) at or below which the
-            guard never fires, whatever the rise.
+            factor times the baseline (the lowest mean over ``snapshot_interval`` iterations since watching began)
+            and ``min_action_rate``; None: measure and log only.
+        min_action_rate: rate (RMS action change per policy step, raw action units) at or below which the guard
+            never fires, whatever the rise.
         patience: iterations in the moving window of the rate (the rise must last this long).
-        snapshot_interval: iterations between snapshots of the learner while watching.
+        snapshot_interval: iterations between snapshots of the learner while watching (and of the baseline's means).
         learning_rate_factor: the actor's learning rate is multiplied by this at every rollback.
         max_rollbacks: rollbacks allowed in a run; after them the guard only logs.
         max_snapshots: snapshots kept (the newest).
@@ -95,10 +95,13 @@ class ChatterGuard:
         self.is_distributed = bool(is_distributed)
         #: Rollbacks so far in this run (kept in checkpoints).
         self.rollbacks = 0
-        #: Lowest windowed rate since watching began (None: no full window yet).
+        #: Lowest mean rate over ``snapshot_interval`` iterations since watching began (None: not yet measured).
         self.baseline: float | None = None
-        self._window: deque[float] = deque(maxlen=self.patience)
-        self._snapshots: deque[tuple[int, float, dict]] = deque(maxlen=int(max_snapshots))  # (iteration, rate, state)
+        #: Iterations after a snapshot whose mean rate is its learner's rate.
+        self.label_iterations = min(5, self.snapshot_interval)
+        self._window: deque[float] = deque(maxlen=self.patience)  # the firing test
+        self._recent: deque[float] = deque(maxlen=self.snapshot_interval)  # the baseline's means
+        self._snapshots: deque[dict] = deque(maxlen=int(max_snapshots))  # {"iteration", "after": rates, "state"}
         self._begin()
 
     @property
@@ -111,7 +114,7 @@ class ChatterGuard:
         return self.learning_rate_factor ** self.rollbacks
 
     def firing_level(self) -> float:
-        """The windowed rate above which the guard fires now (inf before the first full window)."""
+        """The rate above which the guard fires now (inf before the baseline is measured)."""
         if self.baseline is None:
             return float("inf")
         return max(self.max_rise * self.baseline, self.min_action_rate)
@@ -143,41 +146,53 @@ class ChatterGuard:
             torch.distributed.all_reduce(totals)
         self._begin()
         rate = float(totals[0] / totals[1]) if totals[1] > 0 else float("nan")
-        if not self.enabled or not (curriculum_complete or not self.after_curriculum):
+        if not self.enabled or not (curriculum_complete or not self.after_curriculum) or rate != rate:
             return rate, None
-        if rate == rate:
-            self._window.append(rate)
-        if len(self._window) < self.patience:
-            return rate, None
-        windowed = sum(self._window) / len(self._window)
         done = iteration + 1  # the learner's state is now that after ``done`` iterations
-        if min(self._window) > self.firing_level():  # every iteration of the window: a transient passes
-            if self.rollbacks < self.max_rollbacks and self._snapshots:
+        self._window.append(rate)
+        self._recent.append(rate)
+        for snapshot in self._snapshots:  # the rates of the iterations after a snapshot are its learner's
+            if len(snapshot["after"]) < self.label_iterations:
+                snapshot["after"].append(rate)
+        if len(self._recent) == self._recent.maxlen:
+            recent = sum(self._recent) / len(self._recent)
+            self.baseline = recent if self.baseline is None else min(self.baseline, recent)
+        if len(self._window) == self.patience and min(self._window) > self.firing_level():
+            # every iteration of the window above the level: a rise that lasts (a transient passes)
+            if self.rollbacks < self.max_rollbacks and self._labelled():
+                windowed = sum(self._window) / len(self._window)
                 restored = self._restore(alg)
                 self.rollbacks += 1
                 alg.actor_learning_rate_scale = self.learning_rate_scale
                 self._window.clear()
+                self._recent.clear()
                 return rate, RollbackEvent(iteration, windowed, restored, self.learning_rate_scale, self.rollbacks)
-            return rate, None  # no snapshot of a chattering learner
-        if windowed > self.firing_level():
-            return rate, None  # no snapshot of a learner on a transient either
-        self.baseline = windowed if self.baseline is None else min(self.baseline, windowed)
         if done % self.snapshot_interval == 0:
-            self._snapshots.append((done, windowed, copy.deepcopy(alg.save())))
+            self._snapshots.append({"iteration": done, "after": [], "state": copy.deepcopy(alg.save())})
         return rate, None
 
+    def _labelled(self) -> list[dict]:
+        """Snapshots whose learner's rate is known (``label_iterations`` iterations after them), oldest first."""
+        return [s for s in self._snapshots if len(s["after"]) == self.label_iterations]
+
+    @staticmethod
+    def _rate_of(snapshot: dict) -> float:
+        return sum(snapshot["after"]) / len(snapshot["after"])
+
     def _restore(self, alg) -> int:
-        """Load the newest snapshot at most halfway from the baseline to the firing level (else the one with the
-        lowest rate); drop the newer ones. Returns its iteration."""
+        """Load the newest labelled snapshot whose learner's rate was at most halfway from the baseline to the
+        firing level (else the one with the lowest rate); drop the newer ones. Returns its iteration."""
         healthy = 0.5 * (self.baseline + self.firing_level())
-        candidates = [s for s in self._snapshots if s[1] <= healthy]
-        it, _, state = candidates[-1] if candidates else min(self._snapshots, key=lambda s: s[1])
+        labelled = self._labelled()
+        candidates = [s for s in labelled if self._rate_of(s) <= healthy]
+        snapshot = candidates[-1] if candidates else min(labelled, key=self._rate_of)
         skipped = (alg.skipped_actor_updates, alg.skipped_critic_updates)
-        alg.load(copy.deepcopy(state), {"actor": True, "critic": True, "optimizer": True}, strict=True)
+        alg.load(copy.deepcopy(snapshot["state"]), {"actor": True, "critic": True, "optimizer": True}, strict=True)
         alg.skipped_actor_updates, alg.skipped_critic_updates = skipped  # counters of the whole run
-        while self._snapshots and self._snapshots[-1][0] > it:
+        while self._snapshots and self._snapshots[-1]["iteration"] > snapshot["iteration"]:
             self._snapshots.pop()
-        return it
+        snapshot["after"] = snapshot["after"][:0]  # relabelled by the restored learner's new rollouts
+        return snapshot["iteration"]
 
     # ---- checkpoints -------------------------------------------------------------------------------------------
     def state_dict(self) -> dict:

@@ -68,21 +68,24 @@ def test_a_chattering_learner_is_rolled_back_before_the_rise_with_a_smaller_acto
     assert _iteration(guard, alg, 32, 0.35)[1] is None  # the window's mean 0.313 is above 0.3, its least is not
     rate, event = _iteration(guard, alg, 33, 0.40)  # 0.31, 0.35, 0.40: each above 0.3, after 34 iterations: fires
     assert rate == pytest.approx(0.40) and event.rollbacks == 1 and event.action_rate == pytest.approx(1.06 / 3)
-    # the newest snapshot at most halfway from the baseline (0.25) is the one after 30 iterations
-    assert event.restored_iteration == 30 and _marker(alg) == 30.0
-    assert alg.actor_learning_rate_scale == 0.5
+    # the newest snapshot whose next 5 iterations' rate is known and at most halfway from the baseline (0.25): the
+    # one after 25 iterations (30's learner has had only 4 iterations)
+    assert event.restored_iteration == 25 and _marker(alg) == 25.0
+    assert alg.actor_learning_rate_scale == 0.5 == event.learning_rate_scale
     alg.set_learning_rates(10)  # (the schedule's iteration; 20 in all)
     unscaled = alg.actor_learning_rate_init + (alg.min_learning_rate - alg.actor_learning_rate_init) * 10 / 20
     assert alg.learning_rate == pytest.approx(0.5 * unscaled) and alg.critic_learning_rate > alg.learning_rate
-    # the window starts over: three chattering iterations fire again, from the same snapshot
-    assert _iteration(guard, alg, 35, 1.0)[1] is None and _iteration(guard, alg, 36, 1.0)[1] is None
-    event = _iteration(guard, alg, 37, 1.0)[1]
-    assert event.restored_iteration == 30 and event.rollbacks == 2 and event.action_rate == pytest.approx(1.0)
-    assert _marker(alg) == 30.0 and alg.actor_learning_rate_scale == 0.25 == event.learning_rate_scale
-    # max_rollbacks reached: it measures on, rolls back no more, takes no snapshot of a chattering learner
-    for it in range(38, 50):
+    # the window starts over; three chattering iterations fire again: the restored snapshot is relabelled by its
+    # new rollouts (not yet 5), the newest labelled healthy one is 20
+    assert _iteration(guard, alg, 34, 1.0)[1] is None and _iteration(guard, alg, 35, 1.0)[1] is None
+    event = _iteration(guard, alg, 36, 1.0)[1]
+    assert event.restored_iteration == 20 and event.rollbacks == 2 and event.action_rate == pytest.approx(1.0)
+    assert _marker(alg) == 20.0 and alg.actor_learning_rate_scale == 0.25 == event.learning_rate_scale
+    assert max(s["iteration"] for s in guard._snapshots) == 20
+    # max_rollbacks reached: it measures on and rolls back no more
+    for it in range(37, 50):
         assert _iteration(guard, alg, it, 1.0)[1] is None
-    assert _marker(alg) == 50.0 and max(it for it, _, _ in guard._snapshots) == 30
+    assert _marker(alg) == 50.0 and guard.rollbacks == 2
 
 
 def test_the_guard_fires_on_the_rise_not_on_the_level():
@@ -103,9 +106,9 @@ def test_no_rollback_before_the_curriculum_ends_nor_without_a_snapshot():
     for it in range(20):  # the rate falls during the curriculum: not watched, no baseline, no snapshot
         assert _iteration(guard, runner.alg, it, 1.0 - 0.04 * it, curriculum_complete=False)[1] is None
     assert guard.baseline is None and len(guard._snapshots) == 0
-    for it in range(20, 24):  # watching from the curriculum's end: a baseline, rising before the first snapshot
+    for it in range(20, 24):  # watching from the curriculum's end: rising before a baseline or a snapshot exists
         assert _iteration(guard, runner.alg, it, 0.2 * (1.0 + (it - 20)), curriculum_complete=True)[1] is None
-    assert guard.baseline == pytest.approx(0.3) and len(guard._snapshots) == 0 and guard.rollbacks == 0
+    assert guard.baseline is None and len(guard._snapshots) == 0 and guard.rollbacks == 0
     assert _marker(runner.alg) == 24.0
 
 
@@ -129,14 +132,15 @@ def test_a_guard_that_does_not_fire_leaves_the_run_unchanged_and_the_rate_is_log
 
 
 def test_the_runner_rolls_back_prints_it_and_a_checkpoint_keeps_the_lowered_learning_rate(tmp_path, capsys):
-    runner = _runner(log_dir=str(tmp_path), max_rise=1e6, patience=1, snapshot_interval=3, after_curriculum=False)
-    runner.learn(3)  # a snapshot after iteration 3
+    runner = _runner(log_dir=str(tmp_path), max_rise=1e6, patience=1, snapshot_interval=2, after_curriculum=False)
+    runner.learn(2)  # a snapshot after iteration 2, labelled by the rates of iterations 3 and 4
     snapshot = {k: v.clone() for k, v in runner.alg.actor.state_dict().items()}
+    runner.learn(2)
     runner.chatter_guard.max_rise = 1.0 + 1e-9  # from now on the rate's least rise fires
     runner.chatter_guard.baseline = 1e-9
     runner.learn(1)
     assert "chatter guard" in capsys.readouterr().out
-    assert runner.chatter_guard.rollbacks == 1 and runner.current_learning_iteration == 4  # the count goes on
+    assert runner.chatter_guard.rollbacks == 1 and runner.current_learning_iteration == 5  # the count goes on
     for key, value in runner.alg.actor.state_dict().items():
         assert torch.equal(value, snapshot[key]), key
     path = str(tmp_path / "resumed.pt")
