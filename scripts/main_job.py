@@ -165,8 +165,7 @@ TRAINING_OVERRIDES = ["env.observation_noise.enable=false", "env.rewards.track_l
                       "env.randomization.after_curriculum.stiffness_scale=[0.8, 1.2]",
                       "env.randomization.after_curriculum.damping_scale=[0.8, 1.2]",
                       "env.randomization.after_curriculum.adversarial_fraction=0.25",
-                      "env.randomization.adversarial_step=0.1",
-                      "agent.chatter_guard.max_rise=1.5", "agent.chatter_guard.min_action_rate=0.25"]
+                      "env.randomization.adversarial_step=0.1"]
 #: Checkpoints whose actions change by more than this RMS per policy step rank after the smooth ones in the
 #: selection: the smooth policies of docs/tasks.md run at 0.17-0.46, a chattering run of session 9 at 0.8-1.3
 #: (0 falls in our hard contact, 100 / 100 in MuJoCo).

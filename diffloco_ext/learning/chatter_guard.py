@@ -10,10 +10,10 @@ The guard measures, per iteration, the **action rate**: the RMS over joints of `
 units, the actions the env applied), averaged over the horizon's steps and all envs of all ranks, skipping the
 step pairs across a reset. This is the validation's ``action_rate`` (:mod:`diffloco_ext.validation.gates`), here on
 the training rollouts (their exploration noise included). Its level depends on the task and the stage of training
-(the ANYmal D main job: 0.6-1.1 early in its curriculum, 0.15-0.25 at its end), so the guard watches its *rise*:
-from the curriculum's end on, it keeps as the baseline the lowest mean rate over ``snapshot_interval`` iterations,
-and takes an in-memory snapshot of the learner (actor, critic, target critic, their normalisers, both optimisers)
-every ``snapshot_interval`` iterations, labelled with the mean rate of the 5 iterations after it (the rollouts of
+(the ANYmal D main job: 0.8-1.2 early in its curriculum on seed 42, 0.15-0.3 at its end), so the guard watches its
+*rise*: from the curriculum's end on, it keeps as the baseline the lowest mean rate over ``snapshot_interval``
+iterations, and takes an in-memory snapshot of the learner (actor, critic, target critic, their normalisers, both
+optimisers) every ``snapshot_interval`` iterations, labelled with the mean rate of the 5 iterations after it (the rollouts of
 that learner, near enough). When the rate of every one of the last ``patience`` iterations exceeds both
 ``max_rise`` x the baseline and ``min_action_rate`` (a rise that lasts: some 20 iterations after the curriculum's
 end, as the critic's gradient has ramped in, the rate of a run that goes on to walk smoothly can triple for about
@@ -21,9 +21,10 @@ end, as the critic's gradient has ramped in, the rate of a run that goes on to w
 
 1. restores the newest snapshot whose label is at most halfway from the baseline to that level (the learner before
    the rise), else the one with the lowest label,
-2. multiplies the actor's learning rate by ``learning_rate_factor`` for the rest of the run (a smaller step along
-   the same objective; the env, its curriculum, the random streams and the iteration count go on, so the
-   restored learner meets new rollouts and the schedules keep their clock),
+2. multiplies the actor's learning rate by ``learning_rate_factor`` and the weight of the critic's gradient in the
+   actor's objective (SHAC's ``value_gradient_scale``) by ``value_gradient_factor`` for the rest of the run; the
+   env, its curriculum, the random streams and the iteration count go on, so the restored learner meets new
+   rollouts and the schedules keep their clock,
 
 at most ``max_rollbacks`` times (then it only logs). Off (``max_rise=None``), the rate is still measured and
 logged (``Policy/action_rate``) and the run is the same to the bit as without the guard.
@@ -41,8 +42,8 @@ import torch
 @dataclass
 class RollbackEvent:
     """What a rollback did: the iteration it fired at (0-based, the iteration just completed), the mean action rate
-    over the window that fired it, the snapshot's iteration (the learner's state after that many iterations) and the actor
-    learning-rate scale from now on."""
+    over the window that fired it, the snapshot's iteration (the learner's state after that many iterations), the
+    actor learning-rate scale from now on and the run's rollback count."""
 
     iteration: int
     action_rate: float
@@ -63,6 +64,8 @@ class ChatterGuard:
         patience: iterations in the moving window of the rate (the rise must last this long).
         snapshot_interval: iterations between snapshots of the learner while watching (and of the baseline's means).
         learning_rate_factor: the actor's learning rate is multiplied by this at every rollback.
+        value_gradient_factor: the weight of the bootstrap values' gradient in the actor's objective is multiplied by
+            this at every rollback.
         max_rollbacks: rollbacks allowed in a run; after them the guard only logs.
         max_snapshots: snapshots kept (the newest).
         after_curriculum: watch only once the env's curriculum is complete (before it the actions change fast while
@@ -71,7 +74,8 @@ class ChatterGuard:
     """
 
     def __init__(self, max_rise: float | None = None, min_action_rate: float = 0.0, patience: int = 30,
-                 snapshot_interval: int = 10, learning_rate_factor: float = 0.5, max_rollbacks: int = 3,
+                 snapshot_interval: int = 10, learning_rate_factor: float = 0.5, value_gradient_factor: float = 1.0,
+                 max_rollbacks: int = 3,
                  max_snapshots: int = 10, after_curriculum: bool = True, is_distributed: bool = False) -> None:
         if max_rise is not None and not max_rise > 1.0:
             raise ValueError(f"chatter_guard.max_rise must be > 1 or None, got {max_rise}.")
@@ -83,13 +87,16 @@ class ChatterGuard:
                 raise ValueError(f"chatter_guard.{name} must be >= 1, got {value}.")
         if int(max_rollbacks) < 0:
             raise ValueError(f"chatter_guard.max_rollbacks must be >= 0, got {max_rollbacks}.")
-        if not 0.0 < learning_rate_factor <= 1.0:
-            raise ValueError(f"chatter_guard.learning_rate_factor must be in (0, 1], got {learning_rate_factor}.")
+        for name, value in (("learning_rate_factor", learning_rate_factor),
+                            ("value_gradient_factor", value_gradient_factor)):
+            if not 0.0 < value <= 1.0:
+                raise ValueError(f"chatter_guard.{name} must be in (0, 1], got {value}.")
         self.max_rise = None if max_rise is None else float(max_rise)
         self.min_action_rate = float(min_action_rate)
         self.patience = int(patience)
         self.snapshot_interval = int(snapshot_interval)
         self.learning_rate_factor = float(learning_rate_factor)
+        self.value_gradient_factor = float(value_gradient_factor)
         self.max_rollbacks = int(max_rollbacks)
         self.after_curriculum = bool(after_curriculum)
         self.is_distributed = bool(is_distributed)
@@ -138,7 +145,8 @@ class ChatterGuard:
         self._previous_done = dones.to(torch.bool).detach().clone()
 
     # ---- per iteration -----------------------------------------------------------------------------------------
-    def end_iteration(self, alg, iteration: int, curriculum_complete: bool = True) -> tuple[float, RollbackEvent | None]:
+    def end_iteration(self, alg, iteration: int,
+                      curriculum_complete: bool = True) -> tuple[float, RollbackEvent | None]:
         """Close iteration ``iteration`` (0-based, its update done): the iteration's action rate (NaN if it had no
         step pair) and the rollback it fired, if any. ``alg`` is the SHAC learner (``save``/``load``)."""
         totals = torch.tensor([self._sum, float(self._count)], dtype=torch.float64)
@@ -163,7 +171,7 @@ class ChatterGuard:
                 windowed = sum(self._window) / len(self._window)
                 restored = self._restore(alg)
                 self.rollbacks += 1
-                alg.actor_learning_rate_scale = self.learning_rate_scale
+                self._apply(alg)
                 self._window.clear()
                 self._recent.clear()
                 return rate, RollbackEvent(iteration, windowed, restored, self.learning_rate_scale, self.rollbacks)
@@ -203,4 +211,9 @@ class ChatterGuard:
         """Take a checkpoint's rollback count (and, with ``alg``, set its actor learning-rate scale from it)."""
         self.rollbacks = int(state.get("rollbacks", 0))
         if alg is not None:
-            alg.actor_learning_rate_scale = self.learning_rate_scale
+            self._apply(alg)
+
+    def _apply(self, alg) -> None:
+        """Set the learner's factors after ``rollbacks`` rollbacks."""
+        alg.actor_learning_rate_scale = self.learning_rate_scale
+        alg.value_gradient_scale_factor = self.value_gradient_factor ** self.rollbacks

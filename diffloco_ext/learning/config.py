@@ -207,10 +207,14 @@ class ChatterGuardCfg:
     min_action_rate: float = 0.0
     """Windowed rate at or below which the guard never fires."""
     patience: int = 30
-    """Iterations the rise must last (the ANYmal D main job: a transient of ~20 iterations after the curriculum in
-    a run that then walks smoothly, docs/tasks.md session 28)."""
+    """Iterations the rise must last (the ANYmal D main job, seed 42: a transient of ~20 iterations after the
+    curriculum in a run that then walks smoothly, docs/tasks.md session 28)."""
     snapshot_interval: int = 10
     learning_rate_factor: float = 0.5
+    """The actor's learning rate is multiplied by this at every rollback."""
+    value_gradient_factor: float = 1.0
+    """SHAC's ``value_gradient_scale`` (the critic's gradient in the actor's objective) is multiplied by this at every
+    rollback."""
     max_rollbacks: int = 3
     max_snapshots: int = 10
     after_curriculum: bool = True

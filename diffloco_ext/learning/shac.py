@@ -172,6 +172,8 @@ class SHAC:
         self.actor_learning_rate_init = actor_learning_rate
         #: Factor on the actor's scheduled learning rate (1; the runner's chatter guard lowers it at a rollback).
         self.actor_learning_rate_scale = 1.0
+        #: Factor on the scheduled bootstrap-gradient weight (1; the runner's chatter guard may lower it).
+        self.value_gradient_scale_factor = 1.0
         self.critic_learning_rate_init = critic_learning_rate
         self.min_learning_rate = min_learning_rate
         self.max_iterations = max(1, int(max_iterations))
@@ -310,7 +312,7 @@ class SHAC:
 
     def _bootstrap(self, values: torch.Tensor) -> torch.Tensor:
         """Bootstrap values with ``value_gradient_scale`` of their gradient (same forward value)."""
-        s = self.value_gradient_scale
+        s = self.value_gradient_scale * self.value_gradient_scale_factor
         if s == 1.0:
             return values
         return s * values + (1.0 - s) * values.detach()

@@ -59,7 +59,7 @@ def test_a_chattering_learner_is_rolled_back_before_the_rise_with_a_smaller_acto
     runner = _runner()
     alg = runner.alg
     guard = ChatterGuard(max_rise=1.5, min_action_rate=0.15, patience=3, snapshot_interval=5, max_rollbacks=2,
-                         after_curriculum=False)
+                         value_gradient_factor=0.5, after_curriculum=False)
     for it in range(30):  # healthy, settling from 0.3 to 0.2: snapshots after 5, 10, ..., 30
         assert _iteration(guard, alg, it, max(0.2, 0.3 - 0.01 * it))[1] is None
     assert guard.baseline == pytest.approx(0.2) and guard.firing_level() == pytest.approx(0.3)
@@ -75,6 +75,9 @@ def test_a_chattering_learner_is_rolled_back_before_the_rise_with_a_smaller_acto
     alg.set_learning_rates(10)  # (the schedule's iteration; 20 in all)
     unscaled = alg.actor_learning_rate_init + (alg.min_learning_rate - alg.actor_learning_rate_init) * 10 / 20
     assert alg.learning_rate == pytest.approx(0.5 * unscaled) and alg.critic_learning_rate > alg.learning_rate
+    value = torch.tensor([2.0], requires_grad=True)  # the critic's gradient in the actor's objective: halved too
+    alg._bootstrap(value).sum().backward()
+    assert alg.value_gradient_scale_factor == 0.5 and float(value.grad) == pytest.approx(0.5 * alg.value_gradient_scale)
     # the window starts over; three chattering iterations fire again: the restored snapshot is relabelled by its
     # new rollouts (not yet 5), the newest labelled healthy one is 20
     assert _iteration(guard, alg, 34, 1.0)[1] is None and _iteration(guard, alg, 35, 1.0)[1] is None
@@ -148,12 +151,14 @@ def test_the_runner_rolls_back_prints_it_and_a_checkpoint_keeps_the_lowered_lear
     resumed = _runner()
     resumed.load(path)
     assert resumed.chatter_guard.rollbacks == 1 and resumed.alg.actor_learning_rate_scale == 0.5
+    assert resumed.alg.value_gradient_scale_factor == 1.0  # (value_gradient_factor 1: the guard's default)
     assert len(resumed.chatter_guard._snapshots) == 0  # snapshots stay in memory: a resumed run takes new ones
 
 
 def test_bad_guard_settings_are_clear_errors():
     for bad in ({"max_rise": 1.0}, {"min_action_rate": -0.1}, {"patience": 0}, {"snapshot_interval": 0},
                 {"max_snapshots": 0}, {"learning_rate_factor": 0.0}, {"learning_rate_factor": 1.5},
+                {"value_gradient_factor": 0.0},
                 {"max_rollbacks": -1}):
         with pytest.raises(ValueError, match="chatter_guard"):
             ChatterGuard(**bad)
