@@ -13,8 +13,8 @@ the training rollouts (their exploration noise included). Its level depends on t
 (the ANYmal D main job: 0.8-1.2 early in its curriculum on seed 42, 0.15-0.3 at its end), so the guard watches its
 *rise*: from the curriculum's end on, it keeps as the baseline the lowest mean rate over ``snapshot_interval``
 iterations, and takes an in-memory snapshot of the learner (actor, critic, target critic, their normalisers, both
-optimisers) every ``snapshot_interval`` iterations, labelled with the mean rate of the 5 iterations after it (the rollouts of
-that learner, near enough). When the rate of every one of the last ``patience`` iterations exceeds both
+optimisers) every ``snapshot_interval`` iterations, labelled with the mean rate of the 5 iterations after it (the
+rollouts of that learner, near enough). When the rate of every one of the last ``patience`` iterations exceeds both
 ``max_rise`` x the baseline and ``min_action_rate`` (a rise that lasts: some 20 iterations after the curriculum's
 end, as the critic's gradient has ramped in, the rate of a run that goes on to walk smoothly can triple for about
 20 iterations; a run that chatters stays up for hundreds), it
