@@ -125,7 +125,8 @@ class SHACRunner:
                       f"{self.chatter_guard.patience} iterations > {self.chatter_guard.max_rise:g} x its lowest "
                       f"{self.chatter_guard.baseline:.3f} (and > {self.chatter_guard.min_action_rate:g}): learner "
                       f"restored to its state after iteration {rollback.restored_iteration}, actor learning rate x "
-                      f"{rollback.learning_rate_scale:g} (rollback {rollback.rollbacks} of "
+                      f"{rollback.learning_rate_scale:g}, critic-gradient weight x "
+                      f"{self.alg.value_gradient_scale_factor:g} (rollback {rollback.rollbacks} of "
                       f"{self.chatter_guard.max_rollbacks}); the env and the iteration count go on", flush=True)
 
             self.logger.log(
