@@ -130,8 +130,8 @@ class ChatterGuard:
     def _begin(self) -> None:
         self._previous: torch.Tensor | None = None
         self._previous_done: torch.Tensor | None = None
-        self._sum = 0.0
-        self._count = 0
+        self._sum: torch.Tensor | float = 0.0  # tensors on the actions' device: no host sync per step
+        self._count: torch.Tensor | float = 0.0
 
     def observe(self, actions: torch.Tensor, dones: torch.Tensor) -> None:
         """One policy step: ``actions`` ``(N, A)`` as applied, ``dones`` ``(N,)`` of the step they led to."""
@@ -139,8 +139,8 @@ class ChatterGuard:
         if self._previous is not None:
             keep = ~self._previous_done  # an env reset after the previous step starts over: no pair across it
             rms = torch.sqrt(torch.mean((actions - self._previous) ** 2, dim=1))
-            self._sum += float(rms[keep].sum())
-            self._count += int(keep.sum())
+            self._sum = self._sum + torch.where(keep, rms, torch.zeros_like(rms)).sum(dtype=torch.float64)
+            self._count = self._count + keep.sum(dtype=torch.float64)
         self._previous = actions
         self._previous_done = dones.to(torch.bool).detach().clone()
 
@@ -149,7 +149,7 @@ class ChatterGuard:
                       curriculum_complete: bool = True) -> tuple[float, RollbackEvent | None]:
         """Close iteration ``iteration`` (0-based, its update done): the iteration's action rate (NaN if it had no
         step pair) and the rollback it fired, if any. ``alg`` is the SHAC learner (``save``/``load``)."""
-        totals = torch.tensor([self._sum, float(self._count)], dtype=torch.float64)
+        totals = torch.tensor([float(self._sum), float(self._count)], dtype=torch.float64)
         if self.is_distributed:
             torch.distributed.all_reduce(totals)
         self._begin()
@@ -199,7 +199,7 @@ class ChatterGuard:
         alg.skipped_actor_updates, alg.skipped_critic_updates = skipped  # counters of the whole run
         while self._snapshots and self._snapshots[-1]["iteration"] > snapshot["iteration"]:
             self._snapshots.pop()
-        snapshot["after"] = snapshot["after"][:0]  # relabelled by the restored learner's new rollouts
+        snapshot["after"] = []  # relabelled by the restored learner's new rollouts
         return snapshot["iteration"]
 
     # ---- checkpoints -------------------------------------------------------------------------------------------
