@@ -14,9 +14,11 @@ Isaac Lab's ``common_step_counter`` (policy steps, all envs step together) as th
   ``weights_after_curriculum`` terms (the configured weight, then the given one);
 * the push event's ``velocity_range`` (0, then the configured range);
 * the randomisation events' ranges (the project's ``RandomizationCfg.after_curriculum``): the ``*_after_curriculum``
-  params put in place of the events' own once the ranges are full. The material term samples its friction when it is
-  built (Newton: the range; PhysX: the material buckets), so it is built again with the new range; the mass, centre
-  of mass and gain terms read their ranges at each call and keep the defaults they captured.
+  params put in place of the events' own once the ranges are full, or moved there linearly over ``ranges_ramp``
+  policy steps after it (the project's ``RandomizationCfg.ranges_ramp``) in :data:`RANGES_RAMP_STAGES` steps. The
+  material term samples its friction when it is built (Newton: the range; PhysX: the material buckets), so it is
+  built again with each new range; the mass, centre of mass and gain terms read their ranges at each call and keep
+  the defaults they captured.
 
 Isaac Lab computes curriculum terms when envs reset (``ManagerBasedRLEnv._reset_idx``), so the ranges follow the
 clock at every reset, i.e. every few steps once episodes end at different times, as the project's resample.
@@ -32,6 +34,7 @@ stopped. The project's own runner saves and restores its curriculum's clock with
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 
 from isaaclab.managers import CurriculumTermCfg, ManagerTermBase
@@ -81,7 +84,9 @@ class velocity_command_curriculum(ManagerTermBase):
     * ``friction_after_curriculum``, ``base_mass_scale_after_curriculum``, ``base_com_xy_after_curriculum``,
       ``base_com_z_after_curriculum``, ``stiffness_scale_after_curriculum``, ``damping_scale_after_curriculum``
       (the project's ``RandomizationCfg.after_curriculum``; None: unchanged): the ranges of the events
-      ``physics_material``, ``base_mass``, ``base_com`` and ``actuator_gains`` once the command ranges are full.
+      ``physics_material``, ``base_mass``, ``base_com`` and ``actuator_gains`` once the command ranges are full;
+      ``ranges_ramp`` ``(start, end)``: policy steps after that over which they move there from the events' own
+      (``(0, 0)``: at once).
     """
 
     def __init__(self, cfg: CurriculumTermCfg, env):
@@ -130,7 +135,11 @@ class velocity_command_curriculum(ManagerTermBase):
             push_cfg = env.event_manager.get_term_cfg(self._push_term)  # ValueError if there is none
             self._push_range = {k: tuple(v) for k, v in push_cfg.params["velocity_range"].items()}
         self._event_params_after = event_params_after_curriculum(p, env)
-        self._events_widened = False
+        self._event_params_before = {name: {k: env.event_manager.get_term_cfg(name).params[k] for k in params}
+                                     for name, params in self._event_params_after.items()}
+        self._ranges_ramp = checked_ramp("velocity_command_curriculum: ranges_ramp", p.get("ranges_ramp") or (0, 0),
+                                         "policy steps after the ranges are full")
+        self._events_fraction = 0.0  # how far the events' ranges are from their own to the after-curriculum ones
 
     @property
     def has_curriculum(self) -> bool:
@@ -146,7 +155,8 @@ class velocity_command_curriculum(ManagerTermBase):
                  push_term: str | None = None,
                  friction_after_curriculum=None, base_mass_scale_after_curriculum=None,
                  base_com_xy_after_curriculum=None, base_com_z_after_curriculum=None,
-                 stiffness_scale_after_curriculum=None, damping_scale_after_curriculum=None) -> dict[str, float]:
+                 stiffness_scale_after_curriculum=None, damping_scale_after_curriculum=None,
+                 ranges_ramp=(0, 0)) -> dict[str, float]:
         step = self._start_step + int(env.common_step_counter)
         p = self.progress(step)
         for name in COMMANDS:
@@ -165,19 +175,39 @@ class velocity_command_curriculum(ManagerTermBase):
             push_cfg.params["velocity_range"] = (dict(self._push_range) if done else
                                                  {k: (0.0, 0.0) for k in self._push_range})
             env.event_manager.set_term_cfg(self._push_term, push_cfg)
-        if done and not self._events_widened:
-            self._widen_events(env)
+        if done and self._event_params_after:
+            # in RANGES_RAMP_STAGES steps: the material term is rebuilt at each
+            stage = math.floor(ramp_fraction(since_done, self._ranges_ramp) * RANGES_RAMP_STAGES) / RANGES_RAMP_STAGES
+            if stage > self._events_fraction:
+                self._widen_events(env, stage)
         return {"progress": p}
 
-    def _widen_events(self, env) -> None:
-        """Put the after-curriculum ranges in place (once); rebuild the terms that sample at construction."""
+    def _widen_events(self, env, fraction: float) -> None:
+        """Put the ranges ``fraction`` (0 to 1) of the way from the events' own to the after-curriculum ones in
+        place (those exactly at 1); rebuild the terms that sample at construction."""
         for name, params in self._event_params_after.items():
             term_cfg = env.event_manager.get_term_cfg(name)
-            term_cfg.params.update(params)
+            before = self._event_params_before[name]
+            term_cfg.params.update({k: interpolated_params(before[k], v, fraction) for k, v in params.items()})
             if name in REBUILT_EVENTS and isinstance(term_cfg.func, ManagerTermBase):
                 term_cfg.func = type(term_cfg.func)(term_cfg, env)
             env.event_manager.set_term_cfg(name, term_cfg)
-        self._events_widened = True
+        self._events_fraction = fraction
+
+
+#: The after-curriculum event ranges of a ``ranges_ramp`` take over in this many equal steps (each rebuilds the
+#: material term, which samples when built).
+RANGES_RAMP_STAGES = 20
+
+
+def interpolated_params(before, after, fraction: float):
+    """An event param ``fraction`` of the way from ``before`` to ``after``: ranges per bound, dicts of ranges per key
+    (``com_range``); ``after`` itself at 1."""
+    if fraction >= 1.0:
+        return after
+    if isinstance(after, dict):
+        return {k: interpolated_params(before[k], v, fraction) for k, v in after.items()}
+    return interpolated_range(before, after, fraction)
 
 
 #: Event terms built again when their ranges change: they sample from the range at construction.

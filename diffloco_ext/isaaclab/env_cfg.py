@@ -184,7 +184,7 @@ def curriculum_cfg(c: task_cfg.CommandsCfg, r: task_cfg.RewardsCfg, rand: task_c
             "weights_after_curriculum": dict(r.weights_after_curriculum), "weights_ramp": list(r.weights_ramp),
             "push_term": "push_robot" if pushes and rand.pushes_after_curriculum else None,
             **{f"{name}_after_curriculum": getattr(rand.after_curriculum, name)
-               for name in RANDOMIZATION_AFTER_CURRICULUM}})
+               for name in RANDOMIZATION_AFTER_CURRICULUM}, "ranges_ramp": list(rand.ranges_ramp)})
 
     return CurriculumCfg()
 

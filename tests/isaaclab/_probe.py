@@ -185,7 +185,55 @@ def probe_curriculum(env) -> dict:
     env.common_step_counter = 0
     out["resumed_progress"] = velocity_command_curriculum(
         CurriculumTermCfg(func=velocity_command_curriculum, params=resumed), env)(env, slice(None), **resumed)["progress"]
+    out["ramped"] = probe_randomization_ramp(env, params)
     out["widened"] = probe_randomization_after_curriculum(env, params)
+    return out
+
+
+def drawn_friction(env):
+    """The friction the material term drew at a reset of every env: (min, max)."""
+    material = env.event_manager.get_term_cfg("physics_material")
+    material.func(env, None, **material.params)
+    impl = material.func._impl
+    if hasattr(impl, "material_buckets"):  # PhysX: the buckets the shapes draw from
+        drawn = impl.material_buckets[:, 0]
+    else:  # Newton: the shapes' friction coefficients
+        import warp as wp
+
+        drawn = wp.to_torch(impl._friction_binding)[:, impl._shape_indices.to(env.device)]
+    return [float(drawn.min()), float(drawn.max())]
+
+
+def probe_randomization_ramp(env, params: dict) -> dict:
+    """``ranges_ramp`` (0, 100): the events' ranges at the clock's 100 (the command ranges just full), 150 and 200
+    (the ramp's end), from the events' own toward friction 0.30-0.35 and stiffness 1.3-1.4; the events' params and
+    terms are put back afterwards."""
+    from isaaclab.managers import CurriculumTermCfg
+
+    from diffloco_ext.isaaclab.curriculum import velocity_command_curriculum
+
+    names = ("physics_material", "actuator_gains")
+    saved = {n: (dict(env.event_manager.get_term_cfg(n).params), env.event_manager.get_term_cfg(n).func)
+             for n in names}
+    ramped = {**params, "friction_after_curriculum": (0.30, 0.35), "stiffness_scale_after_curriculum": (1.3, 1.4),
+              "ranges_ramp": (0, 100)}
+    term = velocity_command_curriculum(CurriculumTermCfg(func=velocity_command_curriculum, params=ramped), env)
+    out = {"own_friction_range": list(saved["physics_material"][0]["static_friction_range"]),
+           "own_stiffness_params": list(saved["actuator_gains"][0]["stiffness_distribution_params"])}
+    for step in (100, 150, 200):
+        env.common_step_counter = step
+        term(env, slice(None), **ramped)
+        material = env.event_manager.get_term_cfg("physics_material")
+        out[str(step)] = {"friction_range": list(material.params["static_friction_range"]),
+                          "friction_drawn": drawn_friction(env),
+                          "stiffness_params": list(env.event_manager.get_term_cfg("actuator_gains")
+                                                   .params["stiffness_distribution_params"])}
+    for n, (p, func) in saved.items():
+        cfg = env.event_manager.get_term_cfg(n)
+        cfg.params.clear()
+        cfg.params.update(p)
+        cfg.func = func
+        env.event_manager.set_term_cfg(n, cfg)
     return out
 
 

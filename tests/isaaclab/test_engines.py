@@ -110,6 +110,23 @@ def test_command_curriculum_term_widens_the_randomisation_when_done(probe, engin
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_command_curriculum_term_ramps_the_randomisation_ranges(probe, engine):
+    """``RandomizationCfg.ranges_ramp`` on Isaac Lab's event terms: the events' own ranges when the command ranges
+    have just become full (the ramp's start), half way at its middle (friction drawn there), the after-curriculum
+    ranges at its end."""
+    r = probe(engine)["curriculum"]["ramped"]
+    own_f, own_k = r["own_friction_range"], r["own_stiffness_params"]
+    assert r["100"]["friction_range"] == own_f and r["100"]["stiffness_params"] == own_k
+    half_f = [(a + b) / 2 for a, b in zip(own_f, (0.30, 0.35))]
+    np.testing.assert_allclose(r["150"]["friction_range"], half_f, atol=1e-9)
+    np.testing.assert_allclose(r["150"]["stiffness_params"], [(a + b) / 2 for a, b in zip(own_k, (1.3, 1.4))])
+    drawn = r["150"]["friction_drawn"]
+    assert half_f[0] - 1e-6 <= drawn[0] <= drawn[1] <= half_f[1] + 1e-6 and drawn[1] > 0.35
+    assert r["200"]["friction_range"] == [0.30, 0.35] and r["200"]["stiffness_params"] == [1.3, 1.4]
+    assert 0.30 - 1e-6 <= r["200"]["friction_drawn"][0] <= r["200"]["friction_drawn"][1] <= 0.35 + 1e-6
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_observed_joint_positions_are_in_the_policy_order(probe, engine):
     """A joint state written by name shows in the observation's joint block (obs 12:24, minus the default pose)
     in Isaac Lab's order."""

@@ -381,6 +381,48 @@ def test_randomisation_widens_once_the_curriculum_is_done():
     assert f.max() <= 0.5 and m.min() >= 1.2 - 1e-6
 
 
+def test_randomisation_ranges_ramp_widens_them_linearly_after_the_curriculum():
+    """``randomization.ranges_ramp``: the curriculum's ranges until ``start`` policy steps after its end, then each
+    endpoint moves linearly to ``after_curriculum``'s, reached exactly at ``end``; a malformed ramp is an error naming
+    the field."""
+    from diffloco_ext.tasks.velocity.env_cfg import RandomizationCfg, RandomizationRangesCfg
+
+    r = RandomizationCfg(friction=(0.8, 1.2), base_com_xy=0.02, adversarial_fraction=0.0,
+                         after_curriculum=RandomizationRangesCfg(friction=(0.4, 1.0), base_com_xy=0.06,
+                                                                 adversarial_fraction=0.5))
+    assert r.ranges(0.0)["friction"] == (0.8, 1.2) and r.ranges(1.0)["friction"] == (0.4, 1.0)
+    half = r.ranges(0.5)
+    assert half["friction"] == pytest.approx((0.6, 1.1)) and half["base_com_xy"] == pytest.approx(0.04)
+    assert half["adversarial_fraction"] == pytest.approx(0.25)
+    assert half["stiffness_scale"] == r.stiffness_scale  # not set after the curriculum: unchanged
+
+    cfg = AnymalDFlatEnvCfg(num_envs=512, seed=3)
+    cfg.sim.dtype = "float32"
+    rc = cfg.randomization
+    rc.friction, rc.after_curriculum.friction = (0.9, 1.0), (0.1, 0.2)
+    rc.ranges_ramp = (2, 6)
+    cfg.commands.curriculum_steps, cfg.commands.curriculum_initial_scale = 2, 0.5
+    env = VelocityEnv(cfg)
+    seen = []
+    with torch.no_grad():
+        for _ in range(9):
+            seen.append(env._ranges_after())
+            env.reset()  # every env draws from the ranges in force
+            f = env.params["friction"]
+            lo, hi = rc.ranges(seen[-1])["friction"]
+            assert f.min() >= lo - 1e-6 and f.max() <= hi + 1e-6 and f.max() - f.min() > 0.5 * (hi - lo)
+            env.step(torch.zeros(env.num_envs, 12))
+    # steps 0-1: the curriculum; 2-4: the ramp's start (since_done 0-2); then linear to 1 at since_done 6
+    assert seen == pytest.approx([0.0, 0.0, 0.0, 0.0, 0.0, 0.25, 0.5, 0.75, 1.0])
+    f = env.params["friction"]
+    assert f.min() >= 0.1 - 1e-6 and f.max() <= 0.2 + 1e-6
+    for bad in ((5, 2), (-1, 3), "x"):
+        cfg = AnymalDFlatEnvCfg(num_envs=2)
+        cfg.randomization.ranges_ramp = bad
+        with pytest.raises(ValueError, match="ranges_ramp"):
+            VelocityEnv(cfg)
+
+
 def test_edge_fraction_puts_that_share_of_the_draws_on_the_ranges_endpoints():
     """``randomization.edge_fraction``: about that fraction of each range's draws sits at one of its two endpoints
     (either, about equally), the rest uniform inside; 0 leaves the draws (and the seed's stream) as they were; set

@@ -82,6 +82,8 @@ class VelocityEnv(LocomotionEnv):
             for name, f in ((key, getattr(r, key)), (f"after_curriculum.{key}", getattr(r.after_curriculum, key))):
                 if f is not None and (isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 <= f <= 1.0):
                     raise ValueError(f"env.randomization.{name} must be a fraction in [0, 1], got {f!r}")
+        self._ranges_ramp = checked_ramp("env.randomization.ranges_ramp", r.ranges_ramp,
+                                         "policy steps after the curriculum's end")
         step = r.adversarial_step
         if isinstance(step, bool) or not isinstance(step, (int, float)) or not 0.0 < step <= 1.0:
             raise ValueError(f"env.randomization.adversarial_step must be in (0, 1] (of a range's width), got {step!r}")
@@ -262,7 +264,7 @@ class VelocityEnv(LocomotionEnv):
         if not r.enable:
             fresh = self._nominal_draws()
         else:
-            r = SimpleNamespace(**r.ranges(curriculum_done=self.commands.progress >= 1.0))
+            r = SimpleNamespace(**r.ranges(self._ranges_after()))
             draw = functools.partial(self._draw, edge_fraction=r.edge_fraction)
             fresh = {"base_mass_scale": torch.exp(draw(math.log(r.base_mass_scale[0]), math.log(r.base_mass_scale[1]),
                                                        N))}
@@ -283,6 +285,12 @@ class VelocityEnv(LocomotionEnv):
         self.observation_delayed = torch.where(mask, late, self.observation_delayed)
         self._reset_since_detach = self._reset_since_detach | mask
         return self._params_of(fresh)
+
+    def _ranges_after(self) -> float:
+        """How far (0 to 1) the randomisation ranges are from the curriculum's to ``after_curriculum``'s
+        (``randomization.ranges_ramp``): 0 while the command curriculum runs."""
+        done = self.commands.progress >= 1.0
+        return ramp_fraction(self.commands.steps_since_done if done else None, self._ranges_ramp)
 
     def _nominal_draws(self) -> dict[str, torch.Tensor]:
         """The randomised quantities at their nominal values: friction [N], base mass scale [N], base centre-of-mass
@@ -310,7 +318,7 @@ class VelocityEnv(LocomotionEnv):
     def _draw_bounds(self) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
         """Lower and upper bounds of each randomised quantity under the ranges in force (broadcastable to the
         quantity's shape)."""
-        r = SimpleNamespace(**self.cfg.randomization.ranges(curriculum_done=self.commands.progress >= 1.0))
+        r = SimpleNamespace(**self.cfg.randomization.ranges(self._ranges_after()))
         kw = dict(dtype=self.dtype, device=self.device)
         com = torch.tensor([r.base_com_xy, r.base_com_xy, r.base_com_z], **kw)
         pairs = {"base_mass_scale": r.base_mass_scale, "friction": r.friction, "stiffness_scale": r.stiffness_scale,

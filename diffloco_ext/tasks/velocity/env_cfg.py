@@ -268,15 +268,30 @@ class RandomizationCfg:
     (docs/tasks.md, session 11)."""
     after_curriculum: RandomizationRangesCfg = field(default_factory=RandomizationRangesCfg)
     """Ranges that replace these for the resets after the command curriculum is done (None: unchanged)."""
+    ranges_ramp: tuple[int, int] = (0, 0)
+    """``(start, end)``: policy steps after the curriculum's end over which ``after_curriculum``'s ranges take over
+    linearly (each endpoint and fraction moves from its value here to its value there; these ranges until ``start``,
+    those from ``end``; ``(0, 0)``: at the curriculum's end). A training choice, as ``RewardsCfg.weights_ramp``: a
+    policy fine-tuned at once on the validation's wide ranges chattered on some seeds (docs/tasks.md, session 29)."""
 
-    def ranges(self, curriculum_done: bool) -> dict[str, object]:
-        """The ranges in force: these, or with ``after_curriculum``'s set ones in their place once
-        ``curriculum_done``."""
+    def ranges(self, after: float) -> dict[str, object]:
+        """The ranges in force when ``after`` (0 to 1) of the way from these to ``after_curriculum``'s: these at 0,
+        ``after_curriculum``'s set ones at 1 (exactly), each range's endpoints and each fraction interpolated
+        linearly between (the base mass scale's endpoints too, drawn log-uniformly within them)."""
         names = [f.name for f in dataclasses.fields(RandomizationRangesCfg)]
         out = {n: getattr(self, n) for n in names}
-        if curriculum_done:
-            out.update({n: getattr(self.after_curriculum, n) for n in names
-                        if getattr(self.after_curriculum, n) is not None})
+        if after <= 0.0:
+            return out
+        for n in names:
+            target = getattr(self.after_curriculum, n)
+            if target is None:
+                continue
+            if after >= 1.0:
+                out[n] = target
+            elif isinstance(target, (tuple, list)):
+                out[n] = tuple(a + after * (b - a) for a, b in zip(out[n], target))
+            else:
+                out[n] = out[n] + after * (target - out[n])
         return out
 
 
