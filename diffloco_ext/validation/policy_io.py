@@ -92,7 +92,7 @@ def check_io(fn, num_obs: int, num_actions: int, where: str) -> None:
             out = fn(probe)
     except Exception as err:  # noqa: BLE001 - a shape error from inside the model
         raise PolicyLoadError(f"policy '{where}' rejects a [2, {num_obs}] observation batch (the task's "
-                              f"observation size): {type(err).__name__}: {str(err).splitlines()[0]}") from None
+                              f"observation size): {describe(err)}") from None
     if not isinstance(out, torch.Tensor) or tuple(out.shape) != (2, num_actions):
         shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
         raise PolicyLoadError(f"policy '{where}' returns {shape} for a [2, {num_obs}] batch; the task needs "
@@ -133,6 +133,9 @@ def load_checkpoint(path: str, task: str, export_dir: str, num_obs: int, num_act
 
         path = get_checkpoint_path(os.path.dirname(os.path.abspath(path)), os.path.basename(os.path.abspath(path)))
     _exists(path, "checkpoint")
+    if is_torchscript_archive(path):
+        raise PolicyLoadError(f"'{path}' is an exported TorchScript policy, not an rsl_rl checkpoint: pass it as "
+                              "--policy (scripts/validate.py)")
     agent_yaml = os.path.join(os.path.dirname(os.path.abspath(path)), "params", "agent.yaml")
     if os.path.isfile(agent_yaml):
         agent_cfg = read_params_yaml(agent_yaml)
@@ -148,7 +151,7 @@ def load_checkpoint(path: str, task: str, export_dir: str, num_obs: int, num_act
         runner.load(path, load_cfg={"actor": True, "critic": False, "optimizer": False, "iteration": True})  # the actor is what runs: a critic of another input size (e.g. before the critic's tracking features) does not matter here
     except Exception as err:  # noqa: BLE001 - a checkpoint of another task or architecture
         raise PolicyLoadError(f"checkpoint '{path}' does not load into the runner of '{task}' "
-                              f"({type(err).__name__}: {str(err).splitlines()[0]})") from None
+                              f"({describe(err)})") from None
     policy = runner.get_inference_policy()
     groups = list(getattr(policy, "obs_groups", ["policy"]))
 
@@ -177,6 +180,23 @@ def export_mismatch(policy: DeployedPolicy, observations: torch.Tensor) -> dict[
     if len(outputs) == 2:
         return {"jit_vs_onnx": float((outputs["jit"] - outputs["onnx"]).abs().max())}
     return None
+
+
+def describe(err: BaseException) -> str:
+    """``Type: first line of the message`` (the type alone for an exception without a message)."""
+    lines = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {lines[0]}" if lines else type(err).__name__
+
+
+def is_torchscript_archive(path: str) -> bool:
+    """Whether ``path`` is a TorchScript archive (a zip holding ``<name>/code/``), as ``torch.jit.save`` writes;
+    ``torch.save``'s checkpoints hold ``<name>/data.pkl`` and no code."""
+    import zipfile
+
+    if not zipfile.is_zipfile(path):
+        return False
+    with zipfile.ZipFile(path) as archive:
+        return any("/code/" in name for name in archive.namelist())
 
 
 def _exists(path: str, what: str) -> None:

@@ -47,6 +47,17 @@ def test_missing_files_and_wrong_sizes_are_clear_errors(tmp_path):
     torch.save({"actor_state_dict": {}}, tmp_path / "model_1.pt")
     with pytest.raises(PolicyLoadError, match="not a TorchScript policy.*--checkpoint"):
         load_torchscript(str(tmp_path / "model_1.pt"))
+    # the other way round: an exported policy given where a checkpoint is expected
+    exported = save_torchscript(StandingPolicy(), tmp_path / "policy.pt")
+    with pytest.raises(PolicyLoadError, match="exported TorchScript policy, not an rsl_rl checkpoint.*--policy"):
+        load_checkpoint(exported, TASK, str(tmp_path / "exported"), 48, 12)
+
+
+def test_an_exception_without_a_message_is_described_by_its_type():
+    from diffloco_ext.validation.policy_io import describe
+
+    assert describe(NotImplementedError()) == "NotImplementedError"
+    assert describe(ValueError("bad size\nmore")) == "ValueError: bad size"
 
 
 def test_a_checkpoint_is_exported_and_the_export_gate_compares_it_with_torch(tmp_path):
