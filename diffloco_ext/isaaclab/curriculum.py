@@ -39,7 +39,7 @@ from collections.abc import Sequence
 
 from isaaclab.managers import CurriculumTermCfg, ManagerTermBase
 
-from diffloco_ext.tasks.schedule import checked_ramp, ramp_fraction
+from diffloco_ext.tasks.schedule import checked_ramp, interpolated_range, ramp_fraction
 from diffloco_ext.tasks.velocity.env_cfg import RandomizationRangesCfg
 
 COMMANDS = ("lin_vel_x", "lin_vel_y", "ang_vel_z")
@@ -51,13 +51,6 @@ def curriculum_progress(step: int, num_steps: int, has_curriculum: bool) -> floa
     if not has_curriculum:
         return 1.0
     return min(1.0, step / num_steps)
-
-
-def interpolated_range(initial: Sequence[float], full: Sequence[float], progress: float) -> tuple[float, float]:
-    """``initial + (full - initial) * progress`` per bound; the full range itself at progress 1."""
-    if progress >= 1.0:
-        return tuple(full)
-    return tuple(float(i) + (float(f) - float(i)) * progress for i, f in zip(initial, full))
 
 
 class velocity_command_curriculum(ManagerTermBase):

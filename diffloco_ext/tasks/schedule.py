@@ -1,7 +1,7 @@
 """Linear ramps of a training setting: ``(start, end)`` counted from an origin (SHAC's iterations from the run's start
 or the command curriculum's end; a task's policy steps after the curriculum's end).
 
-Used by the task's after-curriculum reward weights (``RewardsCfg.weights_ramp``), its Isaac Lab curriculum term and
+Used by the task's after-curriculum reward weights and randomisation ranges (``RewardsCfg.weights_ramp``), its Isaac Lab curriculum term and
 SHAC's value-gradient and Lipschitz ramps, so that all of them mean the same by a ramp. Pure Python: importable from
 the light modules Isaac Lab loads.
 """
@@ -27,3 +27,10 @@ def ramp_fraction(since: int | None, ramp: tuple[int, int]) -> float:
         return 0.0
     start, end = ramp
     return 1.0 if since >= end else (0.0 if since <= start else (since - start) / (end - start))
+
+
+def interpolated_range(initial, full, progress: float) -> tuple[float, ...]:
+    """``initial + (full - initial) * progress`` per bound; ``full`` itself (as a tuple) from progress 1 on."""
+    if progress >= 1.0:
+        return tuple(full)
+    return tuple(float(i) + (float(f) - float(i)) * progress for i, f in zip(initial, full))

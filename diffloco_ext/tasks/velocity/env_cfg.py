@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from diffloco_ext.sim.config import SimCfg
 from diffloco_ext.sim.contact import ContactParams
+from diffloco_ext.tasks.schedule import interpolated_range
 
 
 @dataclass
@@ -289,7 +290,7 @@ class RandomizationCfg:
             if after >= 1.0:
                 out[n] = target
             elif isinstance(target, (tuple, list)):
-                out[n] = tuple(a + after * (b - a) for a, b in zip(out[n], target))
+                out[n] = interpolated_range(out[n], target, after)
             else:
                 out[n] = out[n] + after * (target - out[n])
         return out
