@@ -9,8 +9,9 @@ policy step. The policy is called as deployed: ``actions = policy(obs)``, ``obs`
 Episodes of several scenarios and seeds are packed into one batch of the backend's envs (:func:`run_batch`);
 each env follows its own scenario: commands (a piecewise-constant schedule, or the task's random commands with
 heading control), per-env parameters (:class:`~.backends.EnvParameters`), pushes, observation latency. Random
-draws (initial yaw, commands, push times and kicks) come from one generator per (scenario, seed), so an
-episode's randomness does not depend on the backend.
+draws (initial yaw, commands, push times and kicks) come from one generator per (scenario, seed) and batch, seeded
+with the index of the group's first episode (a (scenario, seed) with more episodes than a batch holds goes on with new
+draws in the next batch, not with the first batch's again), so an episode's randomness does not depend on the backend.
 
 Per step and env the gate quantities (:mod:`.gates`) are accumulated, and the first episode of each scenario
 (its first seed) is recorded as a trace for the figures.
@@ -111,8 +112,10 @@ def batch_steps(batch: list[EpisodeSpec], policy_dt: float) -> int:
     return int(round(max(s.scenario.duration_s for s in batch) / policy_dt))
 
 
-def _generator(name: str, seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed((int(seed) * 1_000_003 + zlib.crc32(name.encode())) % (2 ** 63))
+def _generator(name: str, seed: int, first_index: int = 0) -> torch.Generator:
+    """The draws of the episodes ``first_index, ...`` of (scenario ``name``, ``seed``) that one batch runs."""
+    return torch.Generator().manual_seed((int(seed) * 1_000_003 + zlib.crc32(name.encode())
+                                          + int(first_index) * 998_244_353) % (2 ** 63))
 
 
 def _uniform(gen: torch.Generator, lo: float, hi: float, *shape) -> torch.Tensor:
@@ -130,10 +133,10 @@ def roll_pitch(quat: torch.Tensor) -> torch.Tensor:
 class _Group:
     """The envs of one (scenario, seed) in a batch: their generator, commands and push timers."""
 
-    def __init__(self, scenario: Scenario, seed: int, envs: list[int], task_commands):
+    def __init__(self, scenario: Scenario, seed: int, envs: list[int], task_commands, first_index: int = 0):
         self.scenario = scenario
         self.envs = torch.as_tensor(envs, dtype=torch.long)
-        self.gen = _generator(scenario.name, seed)
+        self.gen = _generator(scenario.name, seed, first_index)
         n = len(envs)
         self.yaw = (_uniform(self.gen, -np.pi, np.pi, n) if scenario.initial_yaw is None
                     else torch.full((n,), scenario.initial_yaw, dtype=torch.float64))
@@ -150,6 +153,15 @@ class _Group:
             return torch.as_tensor(self.scenario.command_at(t), dtype=torch.float64).expand(len(self.envs), 3)
         self.commands.update(dt, heading[self.envs])
         return self.commands.command.double()
+
+
+def batch_groups(batch: list[EpisodeSpec], task_commands) -> dict[tuple[str, int], _Group]:
+    """The (scenario, seed) groups of ``batch``'s envs, each with its generator and commands."""
+    envs: dict[tuple[str, int], list[int]] = {}
+    for e, spec in enumerate(batch):
+        envs.setdefault(spec.key, []).append(e)
+    return {key: _Group(batch[es[0]].scenario, key[1], es, task_commands, first_index=min(batch[e].index for e in es))
+            for key, es in envs.items()}
 
 
 def run_batch(backend, policy, task: TaskInterface, kinematics: RobotKinematics, batch: list[EpisodeSpec],
@@ -172,11 +184,7 @@ def run_batch(backend, policy, task: TaskInterface, kinematics: RobotKinematics,
     for e, spec in enumerate(batch):
         for key in params.__dataclass_fields__:
             getattr(params, key)[e] = spec.scenario.parameter(key, spec.index)
-    groups: dict[tuple[str, int], list[int]] = {}
-    for e, spec in enumerate(batch):
-        groups.setdefault(spec.key, []).append(e)
-    groups = {key: _Group(batch[envs[0]].scenario, key[1], envs, task.env_cfg.commands)
-              for key, envs in groups.items()}
+    groups = batch_groups(batch, task.env_cfg.commands)
     delay = torch.tensor([s.scenario.observation_delay_steps for s in batch] + [0] * (N - B), dtype=torch.long)
     kp = torch.as_tensor(act.stiffness * params.stiffness_scale)[:, None]
     kd = torch.as_tensor(act.damping * params.damping_scale)[:, None]

@@ -7,7 +7,7 @@ import dataclasses
 
 import torch
 
-from diffloco_ext.validation.closed_loop import TaskInterface, _Group
+from diffloco_ext.validation.closed_loop import TaskInterface, _Group, batch_groups, pack_batches, plan_episodes
 
 from .scenario_files import make_config
 
@@ -75,3 +75,26 @@ def test_foot_slip_counts_feet_on_the_ground_for_the_whole_policy_step(tmp_path)
     (_, sliding), (_, hopping) = result.episodes
     assert sliding["stance"] > 0 and hopping["stance"] == 0
     assert abs(sliding["slip"] / sliding["stance"] - 0.3) < 1e-9
+
+
+def test_a_scenario_split_over_batches_draws_new_episodes_in_each(tmp_path):
+    """More episodes of one (scenario, seed) than a batch holds: the second batch's initial yaws and commands are new
+    draws, not the first batch's again (they were, before: 1000 episodes ran 128 distinct ones eight times), while a
+    scenario that fits one batch keeps the draws it always had."""
+    task = TaskInterface.from_task("DiffLoco-Velocity-Flat-AnymalD")
+    config = make_config(tmp_path, scenarios=[{"name": "random", "episodes": 8, "seeds": [0]}])
+    specs = plan_episodes(config.scenarios)
+    first, second = pack_batches(specs, 4)
+    assert [s.index for s in first] == [0, 1, 2, 3] and [s.index for s in second] == [4, 5, 6, 7]
+    heading = torch.zeros(4, dtype=torch.float64)
+    drawn = []
+    for batch in (first, second):
+        (group,) = batch_groups(batch, task.env_cfg.commands).values()
+        drawn.append((group.yaw, group.command(0.0, heading, task.policy_dt).clone()))
+    assert not torch.allclose(drawn[0][0], drawn[1][0])
+    assert not torch.allclose(drawn[0][1], drawn[1][1])
+    (whole,) = batch_groups(pack_batches(specs, 8)[0], task.env_cfg.commands).values()
+    unsplit = _Group(config.scenario("random"), 0, list(range(8)), task.env_cfg.commands)
+    torch.testing.assert_close(whole.yaw, unsplit.yaw)  # one batch: the (scenario, seed)'s own stream, as before
+    torch.testing.assert_close(drawn[0][0], _Group(config.scenario("random"), 0, list(range(4)),
+                                                   task.env_cfg.commands).yaw)
