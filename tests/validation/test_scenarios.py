@@ -162,3 +162,18 @@ def test_the_hard_cases_file_runs_friction_04_and_each_pd_gain_corner_apart():
     assert corners == {(0.8, 0.8), (1.2, 1.2), (0.8, 1.2), (1.2, 0.8)}
     assert all(by_name[n].episodes * len(by_name[n].seeds) == 30 for n in by_name if n.startswith("kp"))
     assert config.gates == default.gates and by_name["kp08_kd12"].gates == {s.name: s for s in default.scenarios}["pd_gains"].gates
+
+
+def test_the_thousand_episode_file_is_the_issues_measurement_ten_times_over():
+    """``anymal_d_random1000.yaml``: the issue's random commands (``anymal_d_random100.yaml``) with 1000 episodes, for
+    a fall rate to a few tenths of a percent; more episodes than a batch holds, so it relies on each batch drawing
+    new episodes (``tests/validation/test_closed_loop.py``)."""
+    folder = default_config_path("anymal_d").parent
+    hundred = load_config(folder / "anymal_d_random100.yaml").scenario("random_commands")
+    config = load_config(folder / "anymal_d_random1000.yaml")
+    assert [s.name for s in config.scenarios] == ["random_commands"]
+    thousand = config.scenarios[0]
+    assert thousand.episodes == 1000 and thousand.seeds == hundred.seeds == [0]
+    assert thousand.episodes > config.settings.max_envs
+    assert thousand.schedule is None and thousand.duration_s == hundred.duration_s == 20.0
+    assert config.gates == load_config(folder / "anymal_d_random100.yaml").gates
