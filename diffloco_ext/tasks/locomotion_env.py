@@ -178,6 +178,7 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
         final_obs = self._observations()  # of the state reached, before any reset (differentiable)
         extras = {TIME_OUTS_KEY: time_outs, FINAL_OBS_KEY: final_obs, "log": {}}
         if bool(dones.any()):
+            self._on_fall(terminated & ~diverged)
             extras["log"] = self._episode_log(dones, terminated, diverged, time_outs)
             self._reset_envs(dones)
         self._post_reset(dones)
@@ -197,6 +198,9 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
 
     def _termination_reward(self) -> float:
         return 0.0
+
+    def _on_fall(self, fell: torch.Tensor) -> None:
+        """Hook: the envs ``fell`` [N] bool were terminated (not diverged, not timed out), before they are reset."""
 
     def _metrics(self, out) -> dict[str, torch.Tensor]:
         """Per-env values averaged over each episode for the logs (``Metrics/*``)."""

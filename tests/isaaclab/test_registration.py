@@ -102,6 +102,8 @@ def test_project_command_options_without_an_isaaclab_counterpart_are_clear_error
 
     with pytest.raises(ValueError, match="boundary_command_fraction"):
         commands_cfg(CommandsCfg(boundary_command_fraction=0.5))
+    with pytest.raises(ValueError, match="fall_replay_fraction"):
+        commands_cfg(CommandsCfg(fall_replay_fraction=0.2))
     with pytest.raises(ValueError, match="curriculum_gate_lin_vel_error"):
         commands_cfg(CommandsCfg(curriculum_steps=10, curriculum_initial_scale=0.5, curriculum_gate_lin_vel_error=0.3))
     from diffloco_ext.isaaclab.env_cfg import events_cfg

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 import torch
 
 from diffloco_ext.tasks import registry
+from diffloco_ext.tasks.robot_state import wrap_to_pi as wrap
 from diffloco_ext.tasks.velocity.env import POLICY_TERMS, REWARD_TERMS, VelocityEnv
 from diffloco_ext.tasks.velocity.env_cfg import AnymalDFlatEnvCfg
 
@@ -990,3 +992,82 @@ def test_pushes_kick_at_their_interval_and_wait_for_the_curriculum_when_asked():
     jumps = _planar_velocity_jumps(waiting, 16)
     assert jumps and min(jumps) >= 8, jumps
     assert _planar_velocity_jumps(_push_env(True, 0), 6), "without a curriculum the pushes start at once"
+
+
+def test_fall_replay_repeats_the_commands_under_which_envs_fell():
+    """``fall_replay_fraction``: once the curriculum is done, a fall within ``fall_replay_window`` s of its command's
+    draw stores that command (vx, vy and, in heading mode, the heading error it started with); that share of later
+    draws repeats stored ones, a heading env's new target set as far from its heading then as the fallen one's was.
+    Late falls, standing envs and falls during the curriculum are not stored; fraction 0 draws what it always did."""
+    from diffloco_ext.tasks.velocity.commands import VelocityCommand
+    from diffloco_ext.tasks.velocity.env_cfg import CommandsCfg
+
+    n, dt = 6, 0.02
+    cfg = CommandsCfg(rel_standing_envs=0.0, fall_replay_fraction=1.0, fall_replay_buffer=4, fall_replay_window=1.0)
+    cmd = VelocityCommand(cfg, n, "cpu", torch.Generator().manual_seed(0))
+    everyone = torch.ones(n, dtype=torch.bool)
+    cmd.resample(everyone)  # nothing stored yet: the uniform draws
+    plain = VelocityCommand(dataclasses.replace(cfg, fall_replay_fraction=0.0), n, "cpu",
+                            torch.Generator().manual_seed(0))
+    plain.resample(everyone)
+    torch.testing.assert_close(cmd.command, plain.command)
+    heading = torch.linspace(-1.0, 1.0, n, dtype=torch.float64)
+    for _ in range(10):  # 0.2 s
+        cmd.update(dt, heading)
+    started = wrap(cmd.heading_target.double() - heading)
+    torch.testing.assert_close(cmd.draw_heading_error.double(), started, atol=1e-6, rtol=0)
+    fell = torch.tensor([True, False, False, False, False, False])
+    cmd.record_falls(fell, heading)
+    assert cmd.fall_count == 1
+    stored = cmd.command[0].clone()
+    # every later draw repeats env 0's command: the same (vx, vy), and the heading error it started with
+    cmd.resample(everyone)
+    assert torch.allclose(cmd.command[:, :2], stored[:2].expand(n, 2))
+    turned = heading + 0.5
+    cmd.update(dt, turned)
+    torch.testing.assert_close(wrap(cmd.heading_target.double() - turned), started[0].expand(n), atol=1e-6, rtol=0)
+    # a fall long after its draw, or of a standing env, is not blamed on the command
+    for _ in range(60):  # 1.2 s > the window
+        cmd.update(dt, turned)
+    cmd.record_falls(torch.ones(n, dtype=torch.bool), turned)
+    assert cmd.fall_count == 1
+    cmd.resample(everyone)
+    cmd.is_standing_env[:] = True
+    cmd.update(dt, turned)
+    cmd.record_falls(torch.ones(n, dtype=torch.bool), turned)
+    assert cmd.fall_count == 1
+    # during a curriculum nothing is stored or replayed, and the draws are those of fraction 0
+    cur = dataclasses.replace(cfg, curriculum_steps=1000, curriculum_initial_lin_vel_x=(0.5, 1.0))
+    a = VelocityCommand(cur, n, "cpu", torch.Generator().manual_seed(1))
+    b = VelocityCommand(dataclasses.replace(cur, fall_replay_fraction=0.0), n, "cpu", torch.Generator().manual_seed(1))
+    for c in (a, b):
+        c.resample(everyone)
+        c.update(dt, heading)
+        c.record_falls(everyone, heading)
+        c.resample(everyone)
+    assert a.fall_count == 0
+    torch.testing.assert_close(a.command, b.command)
+    # the ring buffer keeps the last falls; the state round-trips for a bit-exact resume
+    state = cmd.state_dict()
+    again = VelocityCommand(cfg, n, "cpu", torch.Generator().manual_seed(0))
+    again.load_state_dict(state)
+    assert again.fall_count == cmd.fall_count and torch.equal(again.fall_buffer, cmd.fall_buffer)
+    for bad in (dict(fall_replay_fraction=1.5), dict(fall_replay_buffer=0), dict(fall_replay_window=0.0)):
+        with pytest.raises(ValueError, match="fall_replay"):
+            VelocityCommand(CommandsCfg(**bad), 2, "cpu", torch.Generator())
+
+
+def test_env_stores_the_commands_of_its_falls_for_replay():
+    """The env hands its terminated envs (not time-outs, not diverged ones) to the command generator before it
+    resets them, and logs how many commands the replay holds."""
+    env = make_env()
+    env.cfg.commands.fall_replay_fraction = 0.5
+    env.commands.cfg = env.cfg.commands
+    env.episode_length_buf[:] = env.max_episode_length - 1
+    env.episode_length_buf[2] = 5
+    env.q = env.q.clone()
+    env.q[2, 2] = 0.05  # env 2 lies on the ground; the others time out
+    with torch.no_grad():
+        _, _, _, extras = env.step(torch.zeros(4, 12, dtype=torch.float64))
+    assert env.commands.fall_count == 1
+    assert extras["log"]["Curriculum/fall_replay_commands"] == 1.0

@@ -240,6 +240,9 @@ class VelocityEnv(LocomotionEnv):
         log = super()._episode_log(dones, terminated, diverged, time_outs)
         log["Curriculum/command_progress"] = self.commands.progress
         log["Curriculum/gate_lin_vel_error"] = self.commands.gate_error
+        if self.cfg.commands.fall_replay_fraction > 0.0:
+            log["Curriculum/fall_replay_commands"] = float(min(self.commands.fall_count,
+                                                               self.cfg.commands.fall_replay_buffer))
         if bool(self.adversarial.any()):  # where the adversary holds its envs: 0 at a range's low end, 1 at its high
             log["Adversary/envs"] = float(self.adversarial.sum())
             for name, (lo, hi) in self._draw_bounds().items():
@@ -371,6 +374,9 @@ class VelocityEnv(LocomotionEnv):
         rand = torch.rand(2, *shape, generator=self.generator, device=self.device)
         endpoint = torch.where(rand[1] < 0.5, torch.full_like(value, low), torch.full_like(value, high))
         return torch.where(rand[0] < edge_fraction, endpoint, value)
+
+    def _on_fall(self, fell: torch.Tensor) -> None:
+        self.commands.record_falls(fell, self.base_state().heading)
 
     def _on_reset(self, mask: torch.Tensor) -> None:
         r = self.cfg.randomization

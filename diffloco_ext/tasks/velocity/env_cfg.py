@@ -75,6 +75,17 @@ class CommandsCfg:
     corners of the square (|v| up to 1.41 m/s), where the trained policies fell, come up more often. A training
     choice, not part of the interface (docs/tasks.md, session 9)."""
     boundary_command_scale: tuple[float, float] = (0.85, 1.0)
+    fall_replay_fraction: float = 0.0
+    """Fraction of the commands resampled once the curriculum has reached the full ranges that repeat a command under
+    which an env fell: its (vx, vy), and in heading mode the heading error it started with (the new target is set that
+    far from the base's heading, so the yaw-rate command follows the same course), else its wz. Drawn uniformly from
+    the last ``fall_replay_buffer`` falls of this env batch (each data-parallel rank keeps its own) that came within
+    ``fall_replay_window`` s of the command's draw, standing envs' excepted; while the buffer is empty the commands
+    are the uniform ones. 0: off (Isaac Lab's uniform sampling). A training choice, not part of the interface: the
+    trained policies fall at a few commands of their own (a seed's weak direction, 1-3 s after a command change or
+    the start; docs/tasks.md, session 30), which uniform sampling rarely repeats."""
+    fall_replay_buffer: int = 256
+    fall_replay_window: float = 4.0  # s after a command's draw within which a fall is blamed on it
 
     @property
     def has_curriculum(self) -> bool:
