@@ -28,9 +28,10 @@ class VelocityCommand:
         if gate is not None and not (math.isfinite(gate) and gate > 0.0) or cfg.curriculum_gate_window < 1:
             raise ValueError(f"curriculum_gate_lin_vel_error must be a positive number of m/s or None and "
                              f"curriculum_gate_window >= 1 policy step, got {gate!r} and {cfg.curriculum_gate_window}")
-        if not 0.0 <= cfg.fall_replay_fraction <= 1.0 or cfg.fall_replay_buffer < 1 or not cfg.fall_replay_window > 0.0:
-            raise ValueError(f"fall_replay_fraction must be in [0, 1], fall_replay_buffer >= 1 and fall_replay_window > 0 "
-                             f"s, got {cfg.fall_replay_fraction}, {cfg.fall_replay_buffer} and {cfg.fall_replay_window}")
+        replay = (cfg.fall_replay_fraction, cfg.fall_replay_buffer, cfg.fall_replay_window)
+        if not (0.0 <= replay[0] <= 1.0 and replay[1] >= 1 and replay[2] > 0.0):
+            raise ValueError(f"fall_replay_fraction must be in [0, 1], fall_replay_buffer >= 1 and "
+                             f"fall_replay_window > 0 s, got {replay[0]}, {replay[1]} and {replay[2]}")
         self.cfg = cfg
         self.num_envs = num_envs
         self.device = device
