@@ -222,11 +222,24 @@ class ChatterGuardCfg:
 
 
 @dataclass
+class CurriculumEndCheckCfg:
+    """:class:`~diffloco_ext.learning.curriculum_end_check.CurriculumEndCheck` arguments: the training rollouts'
+    action rate over the command curriculum's last ``window`` iterations, printed when the curriculum completes, with
+    a warning above ``warn_action_rate`` (a gait that chatters then; such runs tended to end standing still,
+    docs/tasks.md session 32). Changes nothing in the run."""
+
+    window: int = 50
+    warn_action_rate: float | None = None
+    """Warn above this rate (raw action units per policy step); None: report only."""
+
+
+@dataclass
 class SHACRunnerCfg(RunnerCfg):
     """Config of :class:`diffloco_ext.learning.runner.SHACRunner`."""
 
     class_name: str = "SHACRunner"
     chatter_guard: ChatterGuardCfg = field(default_factory=ChatterGuardCfg)
+    curriculum_end_check: CurriculumEndCheckCfg = field(default_factory=CurriculumEndCheckCfg)
     actor: MLPModelCfg = field(
         default_factory=lambda: LayerNormMLPModelCfg(distribution_cfg=SquashedGaussianDistributionCfg())
     )

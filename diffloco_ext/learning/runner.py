@@ -24,6 +24,7 @@ from rsl_rl.utils import check_nan, resolve_callable
 
 import diffloco_ext
 from diffloco_ext.learning.chatter_guard import ChatterGuard
+from diffloco_ext.learning.curriculum_end_check import CurriculumEndCheck
 from diffloco_ext.learning.checkpoint import non_finite_entries, save_atomic
 from diffloco_ext.learning.distributed import configure_distributed
 from diffloco_ext.learning.env import is_differentiable_env
@@ -78,6 +79,8 @@ class SHACRunner:
         self.logger.git_status_repos.append(diffloco_ext.__file__)
         #: Watches the action rate of the rollouts; rolls the learner back when it chatters (off unless configured).
         self.chatter_guard = ChatterGuard(**(self.cfg.get("chatter_guard") or {}), is_distributed=self.is_distributed)
+        #: Reports the action rate as the env's curriculum completes, warning when the gait chatters then.
+        self.curriculum_end_check = CurriculumEndCheck(**(self.cfg.get("curriculum_end_check") or {}))
         self.current_learning_iteration = 0
         #: Loss dict of the last completed iteration (see :meth:`SHAC.update`).
         self.last_loss_dict: dict[str, float] = {}
@@ -117,6 +120,7 @@ class SHACRunner:
 
             loss_dict = self.alg.update()
             action_rate, rollback = self.chatter_guard.end_iteration(self.alg, it, self.alg.curriculum_complete)
+            rate_at_curriculum_end = self.curriculum_end_check.observe(action_rate, self.alg.curriculum_complete)
             learn_time = time.time() - start
             self.current_learning_iteration = it + 1
             self.last_loss_dict = loss_dict
@@ -128,6 +132,8 @@ class SHACRunner:
                       f"{rollback.learning_rate_scale:g}, critic-gradient weight x "
                       f"{self.alg.value_gradient_scale_factor:g} (rollback {rollback.rollbacks} of "
                       f"{self.chatter_guard.max_rollbacks}); the env and the iteration count go on", flush=True)
+            if rate_at_curriculum_end is not None and self.gpu_global_rank == 0:
+                print(self.curriculum_end_check.message(it), flush=True)
 
             self.logger.log(
                 it=it,
@@ -143,6 +149,8 @@ class SHACRunner:
                     "Policy/actor_grad_norm": loss_dict["actor_grad_norm"],
                     "Policy/action_rate": action_rate,
                     "Train/rollbacks": self.chatter_guard.rollbacks,
+                    **({"Policy/action_rate_at_curriculum_end": rate_at_curriculum_end}
+                       if rate_at_curriculum_end is not None else {}),
                     **({"Policy/lipschitz": loss_dict["policy_lipschitz"]} if "policy_lipschitz" in loss_dict else {}),
                     **({"Loss/symmetry": loss_dict["symmetry"]} if "symmetry" in loss_dict else {}),
                     "Value/estimate": loss_dict["value_estimate"],
