@@ -43,8 +43,8 @@ class AnymalDFlatSHACRunnerCfg(SHACRunnerCfg):
     critic: MLPModelCfg = field(default_factory=lambda: LayerNormMLPModelCfg(hidden_dims=[128, 128]))
     algorithm: SHACAlgorithmCfg = field(default_factory=lambda: SHACAlgorithmCfg(
         actor_learning_rate=1e-3, critic_learning_rate=1e-3, num_critic_epochs=8, num_critic_mini_batches=4))
-    #: warn at the command curriculum's end when the gait chatters: of session 32's runs, those at 0.38 or more
-    #: mostly ended standing, those below 0.3 walked (docs/tasks.md)
+    #: warn at the command curriculum's end when the gait chatters: of session 32's runs those at 0.20-0.25 walked,
+    #: three of the five above 0.35 ended standing (docs/tasks.md)
     curriculum_end_check: CurriculumEndCheckCfg = field(
         default_factory=lambda: CurriculumEndCheckCfg(window=50, warn_action_rate=0.35))
 
