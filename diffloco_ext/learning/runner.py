@@ -24,8 +24,8 @@ from rsl_rl.utils import check_nan, resolve_callable
 
 import diffloco_ext
 from diffloco_ext.learning.chatter_guard import ChatterGuard
-from diffloco_ext.learning.curriculum_end_check import CurriculumEndCheck
 from diffloco_ext.learning.checkpoint import non_finite_entries, save_atomic
+from diffloco_ext.learning.curriculum_end_check import CurriculumEndCheck
 from diffloco_ext.learning.distributed import configure_distributed
 from diffloco_ext.learning.env import is_differentiable_env
 from diffloco_ext.learning.export import export_policy_as_jit, export_policy_as_onnx
