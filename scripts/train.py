@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> str:
     env_cfg.seed += rank
     seed_everything(agent_cfg.seed + rank)  # the network is broadcast from rank 0; the exploration noise differs
     log_dir = new_run_dir(args, agent_cfg, env_cfg) if rank == 0 else None
-    print(f"[diffloco] task {args.task}, {args.algo}, {env_cfg.num_envs} envs, logs in {log_dir}", flush=True)
+    where = f"logs in {log_dir}" if rank == 0 else f"rank {rank} (rank 0 logs)"
+    print(f"[diffloco] task {args.task}, {args.algo}, {env_cfg.num_envs} envs, {where}", flush=True)
     env = registry.make_env(args.task, env_cfg)
     runner = make_runner(env, agent_cfg, log_dir=log_dir, device=agent_cfg.device)
     if resume_path is not None:
@@ -69,8 +70,8 @@ def main(argv: list[str] | None = None) -> str:
         if hasattr(runner.alg, "max_iterations"):  # SHAC's schedule: the iterations before a resume count too
             runner.alg.max_iterations = runner.current_learning_iteration + iterations
         runner.learn(num_learning_iterations=iterations, init_at_random_ep_len=random_start)
-    print(f"[diffloco] trained {iterations} iterations in {time.time() - start:.0f} s; "
-          f"checkpoints in {log_dir}", flush=True)
+    where = f"checkpoints in {log_dir}" if rank == 0 else f"rank {rank}"
+    print(f"[diffloco] trained {iterations} iterations in {time.time() - start:.0f} s; {where}", flush=True)
     return log_dir
 
 

@@ -174,6 +174,9 @@ def curriculum_cfg(c: task_cfg.CommandsCfg, r: task_cfg.RewardsCfg, rand: task_c
     ``isaaclab`` command line (``env.curriculum.commands.params.num_steps=...``); without one in the project's task
     (``has_curriculum`` false) it keeps the full ranges and turns nothing off."""
     pushes = rand.enable and rand.push_velocity_xy > 0
+    if r.weights_curriculum_end:
+        raise ValueError("rewards.weights_curriculum_end (weights moved while the commands widen) is not carried by "
+                         "the Isaac Lab curriculum term: set it to {} for the Isaac Lab task")
 
     @configclass
     class CurriculumCfg:

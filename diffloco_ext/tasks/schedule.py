@@ -20,7 +20,19 @@ def checked_ramp(name: str, ramp, unit: str = "iterations") -> tuple[int, int]:
     return out
 
 
-def ramp_fraction(since: int | None, ramp: tuple[int, int]) -> float:
+def checked_fraction_ramp(name: str, ramp) -> tuple[float, float]:
+    """``ramp`` as ``(start, end)`` fractions (e.g. of the command curriculum's progress); a ValueError naming
+    ``name`` unless ``0 <= start <= end <= 1``."""
+    try:
+        out = tuple(float(i) for i in ramp)
+    except (TypeError, ValueError):
+        out = ()
+    if len(out) != 2 or not 0.0 <= out[0] <= out[1] <= 1.0:
+        raise ValueError(f"{name} must be (start, end) fractions with 0 <= start <= end <= 1, got {ramp!r}.")
+    return out
+
+
+def ramp_fraction(since: float | None, ramp: tuple[float, float]) -> float:
     """How far along ``ramp`` (0 to 1) a count ``since`` the origin is: 0 up to ``start``, 1 from ``end`` on, linear
     between (a step at ``start`` when ``start == end``); 0 before the origin is reached (``since`` None)."""
     if since is None:

@@ -332,6 +332,46 @@ def test_weights_after_curriculum_replace_the_weights_once_the_curriculum_is_don
         VelocityEnv(cfg)
 
 
+def test_weights_curriculum_end_move_the_weights_while_the_commands_widen():
+    """``rewards.weights_curriculum_end``: the field's weight until the curriculum's progress reaches the ramp's
+    start, the given weight from its end, linear between; ``weights_after_curriculum`` then starts from it."""
+    cfg = _curriculum_cfg()
+    cfg.commands.curriculum_steps = 6
+    cfg.rewards.weights_curriculum_end = {"excess_joint_vel": -0.4}
+    cfg.rewards.weights_curriculum_ramp = (1 / 3, 2 / 3)
+    env = VelocityEnv(cfg)
+    env.reset()
+    seen = []
+    for _ in range(8):
+        terms = _step_rewards(env)
+        p = env.commands.progress
+        f = min(1.0, max(0.0, (p - 1 / 3) / (1 / 3)))
+        assert terms["excess_joint_vel_weight"].item() == pytest.approx(-0.1 + f * (-0.4 + 0.1))
+        seen.append(f)
+    assert seen[0] == 0.0 and any(0.0 < f < 1.0 for f in seen) and seen[-1] == 1.0
+    # after the curriculum, weights_after_curriculum ramps from the weight the curriculum ended with
+    cfg.rewards.weights_after_curriculum = {"excess_joint_vel": -1.0}
+    cfg.rewards.weights_ramp = (0, 4)
+    env = VelocityEnv(cfg)
+    env.reset()
+    for _ in range(12):
+        terms = _step_rewards(env)
+        f = min(1.0, env.commands.steps_since_done / 4) if env.commands.progress >= 1.0 else None
+        if f is not None:
+            assert terms["excess_joint_vel_weight"].item() == pytest.approx(-0.4 + f * (-1.0 + 0.4))
+    assert f == 1.0
+    for bad, match in (({"weights_curriculum_ramp": (0.5, 0.2)}, "weights_curriculum_ramp must be"),
+                       ({"weights_curriculum_ramp": (0.0, 1.5)}, "weights_curriculum_ramp must be"),
+                       ({"weights_curriculum_end": {"foot_slip": -1.0}}, "after_curriculum holds .* \\['foot_slip'\\]"),
+                       ({"weights_curriculum_end": {"action_rates": -1.0}}, "unknown reward terms"),
+                       ({"weights_curriculum_end": {"action_rate": float("inf")}}, "finite numbers")):
+        cfg = _curriculum_cfg()
+        for k, v in bad.items():
+            setattr(cfg.rewards, k, v)
+        with pytest.raises(ValueError, match=match):
+            VelocityEnv(cfg)
+
+
 def test_randomisation_stays_in_its_ranges():
     env = make_env(num_envs=64, dtype="float32")
     r = env.cfg.randomization

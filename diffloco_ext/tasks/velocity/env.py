@@ -22,7 +22,7 @@ from tensordict import TensorDict
 
 from ..locomotion_env import LocomotionEnv
 from ..robot_state import BaseState, quat_rotate_inverse, yaw_quat
-from ..schedule import checked_ramp, ramp_fraction
+from ..schedule import checked_fraction_ramp, checked_ramp, ramp_fraction
 from . import rewards as R
 from .commands import VelocityCommand
 from .env_cfg import VelocityEnvCfg
@@ -66,17 +66,24 @@ class VelocityEnv(LocomotionEnv):
         self._base_bodies = [i for i, n in enumerate(names) if n == "base"]
         self._thigh_bodies = [i for i, n in enumerate(names) if n.endswith("THIGH")]
         self._undesired_bodies = [i for i, n in enumerate(names) if n.endswith(("THIGH", "SHANK"))]
-        for key in ("after_curriculum", "weights_after_curriculum"):
+        for key in ("after_curriculum", "weights_after_curriculum", "weights_curriculum_end"):
             unknown = [k for k in getattr(self.cfg.rewards, key) if k not in REWARD_TERMS]
             if unknown:
                 raise ValueError(f"env.rewards.{key} names unknown reward terms {unknown}; the terms are "
                                  f"{list(REWARD_TERMS)}")
         self._weights_ramp = checked_ramp("env.rewards.weights_ramp", self.cfg.rewards.weights_ramp,
                                           "policy steps after the curriculum's end")
-        bad = {k: w for k, w in self.cfg.rewards.weights_after_curriculum.items()
-               if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w)}
-        if bad:
-            raise ValueError(f"env.rewards.weights_after_curriculum: weights must be finite numbers, got {bad}")
+        for key in ("weights_after_curriculum", "weights_curriculum_end"):
+            bad = {k: w for k, w in getattr(self.cfg.rewards, key).items()
+                   if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w)}
+            if bad:
+                raise ValueError(f"env.rewards.{key}: weights must be finite numbers, got {bad}")
+        both = sorted(set(self.cfg.rewards.weights_curriculum_end) & set(self.cfg.rewards.after_curriculum))
+        if both:
+            raise ValueError(f"env.rewards.weights_curriculum_end names terms that env.rewards.after_curriculum holds "
+                             f"at 0 until the curriculum's end: {both}")
+        self._weights_curriculum_ramp = checked_fraction_ramp("env.rewards.weights_curriculum_ramp",
+                                                              self.cfg.rewards.weights_curriculum_ramp)
         r = self.cfg.randomization
         for key in ("edge_fraction", "adversarial_fraction", "observation_delay_fraction"):
             for name, f in ((key, getattr(r, key)), (f"after_curriculum.{key}", getattr(r.after_curriculum, key))):
@@ -188,6 +195,10 @@ class VelocityEnv(LocomotionEnv):
             "foot_touchdown": (c.foot_touchdown, R.foot_touchdown(self.foot_height, out.foot_vel,
                                                                  c.foot_touchdown_height, c.foot_touchdown_width)),
         }
+        if c.weights_curriculum_end:
+            f = ramp_fraction(self.commands.progress, self._weights_curriculum_ramp)
+            terms.update({k: (terms[k][0] + f * (float(w) - terms[k][0]), terms[k][1])
+                          for k, w in c.weights_curriculum_end.items()})
         if self.commands.progress < 1.0:
             terms.update({k: (0.0, terms[k][1]) for k in c.after_curriculum})
         elif c.weights_after_curriculum:

@@ -176,6 +176,14 @@ class RewardsCfg:
     ``after_curriculum`` names too): e.g. a stronger ``action_rate`` for a walking policy, while the first gait is
     learnt with Isaac Lab's. ``weights_ramp`` ``(start, end)``: policy steps after the curriculum's end over which
     they take over linearly (the fields' weights until ``start``, the new ones from ``end``; ``(0, 0)``: at once).
+
+    ``weights_curriculum_end`` (term -> weight) moves the weights of the terms it names while the commands widen:
+    linearly from their fields' weights, as the curriculum's progress (0 to 1) goes from ``weights_curriculum_ramp``'s
+    ``start`` to its ``end``, to the given ones, held from there (and the origin ``weights_after_curriculum``'s ramp
+    starts from). A training choice for a gait that has formed early in the curriculum: e.g. a stronger
+    ``action_rate`` over its second half keeps the gait from chattering into the curriculum's end, where such gaits
+    settled into standing (docs/tasks.md, sessions 32-33). Not for the terms ``after_curriculum`` names (0 until the
+    end).
     """
 
     track_lin_vel_xy: float = 1.0
@@ -215,6 +223,8 @@ class RewardsCfg:
     after_curriculum: tuple[str, ...] = ()
     weights_after_curriculum: dict[str, float] = field(default_factory=dict)
     weights_ramp: tuple[int, int] = (0, 0)  # policy steps after the curriculum's end
+    weights_curriculum_end: dict[str, float] = field(default_factory=dict)
+    weights_curriculum_ramp: tuple[float, float] = (0.0, 1.0)  # of the curriculum's progress, 0 <= start <= end <= 1
 
 
 @dataclass
