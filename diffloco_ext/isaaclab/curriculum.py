@@ -39,7 +39,7 @@ from collections.abc import Sequence
 
 from isaaclab.managers import CurriculumTermCfg, ManagerTermBase
 
-from diffloco_ext.tasks.schedule import checked_ramp, interpolated_range, ramp_fraction
+from diffloco_ext.tasks.schedule import checked_fraction_ramp, checked_ramp, interpolated_range, ramp_fraction
 from diffloco_ext.tasks.velocity.env_cfg import RandomizationRangesCfg
 
 COMMANDS = ("lin_vel_x", "lin_vel_y", "ang_vel_z")
@@ -71,6 +71,10 @@ class velocity_command_curriculum(ManagerTermBase):
       (before: the configured ones, or 0 for a term ``after_curriculum`` names too); ``weights_ramp``
       ``(start, end)``: policy steps after the ranges are full over which they take over linearly (the project's
       ``RewardsCfg.weights_ramp``; ``(0, 0)``: at once);
+    * ``weights_curriculum_end``: ``{term: weight}``, the weights these terms reach while the ranges widen, moving
+      from the configured ones as the curriculum's progress goes over ``weights_curriculum_ramp`` ``(start, end)``
+      (fractions; the project's ``RewardsCfg.weights_curriculum_end``); once the ranges are full they are the
+      weights ``weights_after_curriculum``'s ramp starts from. Not for the terms ``after_curriculum`` names;
     * ``push_term``: an event term whose ``velocity_range`` is held at 0 until then (None: pushes from the start). A
       term the config has switched off (``events.<name> = None``, as ``play_mode`` does with the pushes) is
       nothing to hold; a name the config does not have is an error.
@@ -109,17 +113,29 @@ class velocity_command_curriculum(ManagerTermBase):
         known = set(env.reward_manager.active_terms)
         names = list(p.get("after_curriculum") or ())
         final = {str(k): float(w) for k, w in dict(p.get("weights_after_curriculum") or {}).items()}
-        for key, given in (("after_curriculum", names), ("weights_after_curriculum", list(final))):
+        mid = {str(k): float(w) for k, w in dict(p.get("weights_curriculum_end") or {}).items()}
+        for key, given in (("after_curriculum", names), ("weights_after_curriculum", list(final)),
+                           ("weights_curriculum_end", list(mid))):
             unknown = [n for n in given if n not in known]
             if unknown:
                 raise ValueError(f"velocity_command_curriculum: {key} names unknown reward terms {unknown}; "
                                  f"the terms are {sorted(known)}")
-        configured = {n: float(env.reward_manager.get_term_cfg(n).weight) for n in (*names, *final)}
-        #: reward term -> (weight while the ranges widen, once they are full, at the ramp's end)
-        self._weights = {n: (0.0 if n in names else configured[n], configured[n], final.get(n, configured[n]))
-                         for n in configured}
+        both = sorted(set(mid) & set(names))
+        if both:
+            raise ValueError(f"velocity_command_curriculum: weights_curriculum_end names terms that after_curriculum "
+                             f"holds at 0 until the ranges are full: {both}")
+        configured = {n: float(env.reward_manager.get_term_cfg(n).weight) for n in (*names, *final, *mid)}
+        #: reward term -> (weight at the curriculum's start, at the curriculum ramp's end (the weight once the ranges
+        #: are full), at the after-curriculum ramp's end); a term after_curriculum names is 0 until the ranges are full
+        self._weights = {}
+        for n, w in configured.items():
+            full = mid.get(n, w)
+            self._weights[n] = (0.0 if n in names else w, full, final.get(n, full))
         self._ramp = checked_ramp("velocity_command_curriculum: weights_ramp", p.get("weights_ramp") or (0, 0),
                                   "policy steps after the ranges are full")
+        self._curriculum_ramp = checked_fraction_ramp("velocity_command_curriculum: weights_curriculum_ramp",
+                                                      p.get("weights_curriculum_ramp") or (0.0, 1.0))
+        self._after_curriculum = set(names)
         self._push_term = p.get("push_term")
         self._push_range = None
         if self._push_term is not None and getattr(env.cfg.events, self._push_term, ...) is None:
@@ -145,6 +161,7 @@ class velocity_command_curriculum(ManagerTermBase):
                  initial_scale: float = 1.0, initial_lin_vel_x=None, initial_lin_vel_y=None, initial_ang_vel_z=None,
                  start_step: int = 0, resampling_time: float = 10.0, resampling_time_final: float | None = None,
                  after_curriculum: Sequence[str] = (), weights_after_curriculum=None, weights_ramp=(0, 0),
+                 weights_curriculum_end=None, weights_curriculum_ramp=(0.0, 1.0),
                  push_term: str | None = None,
                  friction_after_curriculum=None, base_mass_scale_after_curriculum=None,
                  base_com_xy_after_curriculum=None, base_com_z_after_curriculum=None,
@@ -159,9 +176,13 @@ class velocity_command_curriculum(ManagerTermBase):
         done = p >= 1.0
         since_done = max(0, step - self._num_steps) if self._has_curriculum else step
         f = ramp_fraction(since_done, self._ramp)
-        for name, (before, after, final) in self._weights.items():
+        fc = ramp_fraction(p, self._curriculum_ramp)
+        for name, (start, full, final) in self._weights.items():
             term_cfg = env.reward_manager.get_term_cfg(name)
-            term_cfg.weight = after + f * (final - after) if done else before
+            if done:
+                term_cfg.weight = full + f * (final - full)
+            else:
+                term_cfg.weight = 0.0 if name in self._after_curriculum else start + fc * (full - start)
             env.reward_manager.set_term_cfg(name, term_cfg)
         if self._push_term is not None:
             push_cfg = env.event_manager.get_term_cfg(self._push_term)

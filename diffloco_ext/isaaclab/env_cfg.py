@@ -174,9 +174,6 @@ def curriculum_cfg(c: task_cfg.CommandsCfg, r: task_cfg.RewardsCfg, rand: task_c
     ``isaaclab`` command line (``env.curriculum.commands.params.num_steps=...``); without one in the project's task
     (``has_curriculum`` false) it keeps the full ranges and turns nothing off."""
     pushes = rand.enable and rand.push_velocity_xy > 0
-    if r.weights_curriculum_end:
-        raise ValueError("rewards.weights_curriculum_end (weights moved while the commands widen) is not carried by "
-                         "the Isaac Lab curriculum term: set it to {} for the Isaac Lab task")
 
     @configclass
     class CurriculumCfg:
@@ -188,6 +185,8 @@ def curriculum_cfg(c: task_cfg.CommandsCfg, r: task_cfg.RewardsCfg, rand: task_c
             "resampling_time": c.resampling_time, "resampling_time_final": c.resampling_time_final,
             "after_curriculum": list(r.after_curriculum),
             "weights_after_curriculum": dict(r.weights_after_curriculum), "weights_ramp": list(r.weights_ramp),
+            "weights_curriculum_end": dict(r.weights_curriculum_end),
+            "weights_curriculum_ramp": list(r.weights_curriculum_ramp),
             "push_term": "push_robot" if pushes and rand.pushes_after_curriculum else None,
             **{f"{name}_after_curriculum": getattr(rand.after_curriculum, name)
                for name in RANDOMIZATION_AFTER_CURRICULUM}, "ranges_ramp": list(rand.ranges_ramp)})

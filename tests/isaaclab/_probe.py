@@ -162,6 +162,21 @@ def probe_curriculum(env) -> dict:
         env.common_step_counter = step
         ramp_term(env, slice(None), **ramped)
         out["ramp_action_rate"].append(env.reward_manager.get_term_cfg("action_rate").weight)
+    # weights_curriculum_end: action_rate to -0.03 over progress 0.2-0.6, then weights_ramp to -0.05 from there
+    moved = {**ramped, "weights_curriculum_end": {"action_rate": -0.03}, "weights_curriculum_ramp": (0.2, 0.6)}
+    env.reward_manager.get_term_cfg("action_rate").weight = -0.01  # the ramp above left it at -0.05
+    moved_term = velocity_command_curriculum(CurriculumTermCfg(func=velocity_command_curriculum, params=moved), env)
+    out["curriculum_ramp_action_rate"] = []
+    for step in (10, 40, 80, 100, 160, 300):
+        env.common_step_counter = step
+        moved_term(env, slice(None), **moved)
+        out["curriculum_ramp_action_rate"].append(env.reward_manager.get_term_cfg("action_rate").weight)
+    try:
+        velocity_command_curriculum(CurriculumTermCfg(func=velocity_command_curriculum, params={
+            **moved, "weights_curriculum_end": {"foot_slip": -1.0}}), env)
+        out["curriculum_ramp_conflict_error"] = ""
+    except ValueError as e:
+        out["curriculum_ramp_conflict_error"] = str(e)
     env.common_step_counter = 0
     try:
         velocity_command_curriculum(CurriculumTermCfg(func=velocity_command_curriculum, params={

@@ -85,6 +85,10 @@ def test_command_curriculum_term_sets_ranges_weights_and_pushes(probe, engine):
     # weights_after_curriculum: the configured weight (Isaac Lab's -0.01) until the ranges are full, then its own
     assert start["action_rate_weight"] == half["action_rate_weight"] == -0.01 and end["action_rate_weight"] == -0.05
     assert c["ramp_action_rate"] == pytest.approx([-0.01, -0.03, -0.05])  # weights_ramp (20, 100): 0, 1/2, 1
+    # weights_curriculum_end -0.03 over progress (0.2, 0.6): -0.01 at 0.1, half way at 0.4, -0.03 at 0.8 and when
+    # the ranges are full; then weights_ramp (20, 100) from -0.03 to -0.05
+    assert c["curriculum_ramp_action_rate"] == pytest.approx([-0.01, -0.02, -0.03, -0.03, -0.04, -0.05])
+    assert "after_curriculum holds at 0" in c["curriculum_ramp_conflict_error"]
     assert start["push_x"] == [0.0, 0.0] and end["push_x"] == [-0.5, 0.5]
     commands = np.asarray(c["commands_at_0"])  # drawn from the initial ranges (standing envs: zero)
     moving = np.abs(commands).sum(1) > 0

@@ -122,12 +122,14 @@ def test_project_command_options_without_an_isaaclab_counterpart_are_clear_error
     assert commands_cfg(CommandsCfg(resampling_time_final=4.0)).base_velocity.resampling_time_range == (4.0, 4.0)
     c = CommandsCfg(curriculum_steps=10, curriculum_initial_lin_vel_x=(0.5, 1.0), resampling_time_final=4.0)
     assert commands_cfg(c).base_velocity.resampling_time_range == (10.0, 10.0)
-    r = RewardsCfg(after_curriculum=("foot_slip",), weights_after_curriculum={"action_rate": -0.05})
+    r = RewardsCfg(after_curriculum=("foot_slip",), weights_after_curriculum={"action_rate": -0.05},
+                   weights_curriculum_end={"joint_acc": -1e-6}, weights_curriculum_ramp=(0.25, 0.75))
     rand = RandomizationCfg(pushes_after_curriculum=True)
     params = curriculum_cfg(c, r, rand).commands.params
     assert params["num_steps"] == 10 and params["initial_lin_vel_x"] == (0.5, 1.0)
     assert params["resampling_time_final"] == 4.0 and params["after_curriculum"] == ["foot_slip"]
     assert params["weights_after_curriculum"] == {"action_rate": -0.05}
+    assert params["weights_curriculum_end"] == {"joint_acc": -1e-6} and params["weights_curriculum_ramp"] == [0.25, 0.75]
     assert params["push_term"] == "push_robot"
     off = curriculum_cfg(CommandsCfg(curriculum_steps=10), RewardsCfg(), RandomizationCfg()).commands.params
     assert off["num_steps"] == 0 and off["push_term"] is None  # no initial range differs: no curriculum
