@@ -25,7 +25,8 @@ joint, the project one factor per env), pushes of +-0.5 m/s every 10-15 s. Reset
 (:mod:`.curriculum`).
 
 The project's command curriculum (initial ranges widening to the full ones, then the final resampling period, the
-``after_curriculum`` reward terms, the ``weights_after_curriculum`` weights and the pushes) is the curriculum term ``commands`` (:mod:`.curriculum`), on
+``after_curriculum`` reward terms, the ``weights_curriculum_end`` and ``weights_after_curriculum`` weights and the
+pushes) is the curriculum term ``commands`` (:mod:`.curriculum`), on
 Isaac Lab's policy-step counter; the project's default task has none (the term keeps the full ranges). The main
 job's training settings as ``isaaclab`` overrides: ``config/isaaclab/main_job_overrides.txt``.
 
