@@ -145,9 +145,9 @@ TASK = "DiffLoco-Velocity-Flat-AnymalD"
 #: the curriculum's second third (``env.rewards.weights_curriculum_end``, ``weights_curriculum_ramp`` [0.33, 0.67] of
 #: its progress; the gait has formed by then) and stays there: runs whose gait chattered into the curriculum's end
 #: settled into standing (session 32); resumed from their checkpoint 100 with it, the two that stood (2 x 32 envs
-#: seed 3, 2 x 64 seed 7) walk; from scratch on the main job's seeds 42, 7 and 1 the falls in 1000 uniform episodes
-#: each went from 18 to 5 in hard contact and from 30 to 19 in MuJoCo, the tracking within 0.01 m/s (docs/tasks.md,
-#: session 33).
+#: seed 3, 2 x 64 seed 7) walk; from scratch on the main job's seeds 42, 7, 1 and 5 the falls in 1000 uniform
+#: episodes each went from 25 to 6 in hard contact and from 39 to 20 in MuJoCo, the tracking about the same
+#: (docs/tasks.md, session 33).
 #: Validation: no noise, nominal parameters, full ranges.
 TRAINING_OVERRIDES = ["env.observation_noise.enable=false", "env.rewards.track_lin_vel_xy=4.0",
                       "env.rewards.track_ang_vel_z=2.0", "env.rewards.joint_torques=0.0",
