@@ -274,6 +274,18 @@ def _step_rewards(env: VelocityEnv) -> dict[str, torch.Tensor]:
     return {**terms, "excess_joint_vel_weight": (terms["excess_joint_vel"] / raw).mean()}
 
 
+def _excess_joint_vel_weights(cfg: AnymalDFlatEnvCfg, steps: int) -> list[tuple[float, float, int]]:
+    """A new env of ``cfg`` stepped ``steps`` times with zero actions: per step ``excess_joint_vel``'s weight, the
+    curriculum's progress and the policy steps since its end."""
+    env = VelocityEnv(cfg)
+    env.reset()
+    out = []
+    for _ in range(steps):
+        weight = _step_rewards(env)["excess_joint_vel_weight"].item()
+        out.append((weight, env.commands.progress, env.commands.steps_since_done))
+    return out
+
+
 def test_after_curriculum_terms_count_only_once_the_curriculum_is_done():
     cfg = _curriculum_cfg()
     env = VelocityEnv(cfg)
@@ -310,14 +322,10 @@ def test_weights_after_curriculum_replace_the_weights_once_the_curriculum_is_don
     torch.testing.assert_close(terms["foot_slip"], -2.0 * slip_raw)
     # weights_ramp: the new weights take over linearly over policy steps 1-3 after the curriculum's end
     cfg.rewards.weights_ramp = (1, 3)
-    env = VelocityEnv(cfg)
-    env.reset()
     fractions = []
-    for _ in range(7):
-        terms = _step_rewards(env)
-        since = env.commands.steps_since_done
-        f = 0.0 if env.commands.progress < 1.0 or since < 1 else min(1.0, (since - 1) / 2)
-        assert terms["excess_joint_vel_weight"].item() == pytest.approx(-0.1 + f * (-0.3 + 0.1))
+    for weight, progress, since in _excess_joint_vel_weights(cfg, 7):
+        f = 0.0 if progress < 1.0 or since < 1 else min(1.0, (since - 1) / 2)
+        assert weight == pytest.approx(-0.1 + f * (-0.3 + 0.1))
         fractions.append(f)
     assert fractions[0] == 0.0 and 0.5 in fractions and fractions[-1] == 1.0
     cfg.rewards.weights_ramp = (3, 1)
@@ -339,26 +347,19 @@ def test_weights_curriculum_end_move_the_weights_while_the_commands_widen():
     cfg.commands.curriculum_steps = 6
     cfg.rewards.weights_curriculum_end = {"excess_joint_vel": -0.4}
     cfg.rewards.weights_curriculum_ramp = (1 / 3, 2 / 3)
-    env = VelocityEnv(cfg)
-    env.reset()
     seen = []
-    for _ in range(8):
-        terms = _step_rewards(env)
-        p = env.commands.progress
-        f = min(1.0, max(0.0, (p - 1 / 3) / (1 / 3)))
-        assert terms["excess_joint_vel_weight"].item() == pytest.approx(-0.1 + f * (-0.4 + 0.1))
+    for weight, progress, _ in _excess_joint_vel_weights(cfg, 8):
+        f = min(1.0, max(0.0, (progress - 1 / 3) / (1 / 3)))
+        assert weight == pytest.approx(-0.1 + f * (-0.4 + 0.1))
         seen.append(f)
     assert seen[0] == 0.0 and any(0.0 < f < 1.0 for f in seen) and seen[-1] == 1.0
     # after the curriculum, weights_after_curriculum ramps from the weight the curriculum ended with
     cfg.rewards.weights_after_curriculum = {"excess_joint_vel": -1.0}
     cfg.rewards.weights_ramp = (0, 4)
-    env = VelocityEnv(cfg)
-    env.reset()
-    for _ in range(12):
-        terms = _step_rewards(env)
-        f = min(1.0, env.commands.steps_since_done / 4) if env.commands.progress >= 1.0 else None
+    for weight, progress, since in _excess_joint_vel_weights(cfg, 12):
+        f = min(1.0, since / 4) if progress >= 1.0 else None
         if f is not None:
-            assert terms["excess_joint_vel_weight"].item() == pytest.approx(-0.4 + f * (-1.0 + 0.4))
+            assert weight == pytest.approx(-0.4 + f * (-1.0 + 0.4))
     assert f == 1.0
     for bad, match in (({"weights_curriculum_ramp": (0.5, 0.2)}, "weights_curriculum_ramp must be"),
                        ({"weights_curriculum_ramp": (0.0, 1.5)}, "weights_curriculum_ramp must be"),
