@@ -10,8 +10,9 @@ Isaac Lab's ``common_step_counter`` (policy steps, all envs step together) as th
 * the ``UniformVelocityCommand``'s ``cfg.ranges`` (``lin_vel_x``, ``lin_vel_y``, ``ang_vel_z``: the draws at each
   resample and the heading controller's yaw-rate clip, as the project's ``current_range``), and its
   ``cfg.resampling_time_range``;
-* the reward manager's weights of the ``after_curriculum`` terms (0, then the configured weight) and of the
-  ``weights_after_curriculum`` terms (the configured weight, then the given one);
+* the reward manager's weights of the ``after_curriculum`` terms (0, then the configured weight), of the
+  ``weights_curriculum_end`` terms (moved while the ranges widen) and of the ``weights_after_curriculum`` terms (the
+  weight the ranges were full with, then the given one);
 * the push event's ``velocity_range`` (0, then the configured range);
 * the randomisation events' ranges (the project's ``RandomizationCfg.after_curriculum``): the ``*_after_curriculum``
   params put in place of the events' own once the ranges are full, or moved there linearly over ``ranges_ramp``

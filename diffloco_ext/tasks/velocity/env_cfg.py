@@ -181,7 +181,7 @@ class RewardsCfg:
     linearly from their fields' weights, as the curriculum's progress (0 to 1) goes from ``weights_curriculum_ramp``'s
     ``start`` to its ``end``, to the given ones, held from there (and the origin ``weights_after_curriculum``'s ramp
     starts from). A training choice for a gait that has formed early in the curriculum: e.g. a stronger
-    ``action_rate`` over its second half keeps the gait from chattering into the curriculum's end, where such gaits
+    ``action_rate`` over its second third keeps the gait from chattering into the curriculum's end, where such gaits
     settled into standing (docs/tasks.md, sessions 32-33). Not for the terms ``after_curriculum`` names (0 until the
     end).
     """
