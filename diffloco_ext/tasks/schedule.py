@@ -2,8 +2,9 @@
 or the command curriculum's end; a task's policy steps after the curriculum's end).
 
 Used by the task's reward weights and randomisation ranges (``RewardsCfg.weights_ramp`` and
-``weights_curriculum_ramp``, the latter in fractions of the curriculum's progress; ``RandomizationCfg.ranges_ramp``), its Isaac Lab curriculum term and SHAC's value-gradient and Lipschitz ramps, so
-that all of them mean the same by a ramp. Pure Python: importable from the light modules Isaac Lab loads.
+``weights_curriculum_ramp``, the latter in fractions of the curriculum's progress; ``RandomizationCfg.ranges_ramp``),
+its Isaac Lab curriculum term and SHAC's value-gradient and Lipschitz ramps, so that all of them mean the same by a
+ramp. Pure Python: importable from the light modules Isaac Lab loads.
 """
 
 from __future__ import annotations

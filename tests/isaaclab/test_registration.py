@@ -129,7 +129,8 @@ def test_project_command_options_without_an_isaaclab_counterpart_are_clear_error
     assert params["num_steps"] == 10 and params["initial_lin_vel_x"] == (0.5, 1.0)
     assert params["resampling_time_final"] == 4.0 and params["after_curriculum"] == ["foot_slip"]
     assert params["weights_after_curriculum"] == {"action_rate": -0.05}
-    assert params["weights_curriculum_end"] == {"joint_acc": -1e-6} and params["weights_curriculum_ramp"] == [0.25, 0.75]
+    assert params["weights_curriculum_end"] == {"joint_acc": -1e-6}
+    assert params["weights_curriculum_ramp"] == [0.25, 0.75]
     assert params["push_term"] == "push_robot"
     off = curriculum_cfg(CommandsCfg(curriculum_steps=10), RewardsCfg(), RandomizationCfg()).commands.params
     assert off["num_steps"] == 0 and off["push_term"] is None  # no initial range differs: no curriculum
