@@ -16,6 +16,8 @@ contact-point velocity ``c_i`` (normal, tangent 1, tangent 2; m/s) and weight ``
   (a block sliding on an incline accelerates at ``g (sin - mu cos)`` to 1e-6); updating normal and tangents one
   after the other converges much faster than one step on the 3-vector (a standing ANYmal drifts 27 µm in 8 s with
   10 sweeps instead of 1 mm);
+* smoothed mode's ``sigma_i = 1 / (1 + exp(kappa_e g_i))`` with env ``e``'s own sharpness ``kappa_e = kappa x
+  model.contact_kappa_scale[e]`` (1 unless a task randomises the ground's softness);
 * after the sweeps ``P_i <- sigma_i P_i``, and the mean force over the step ``f_i = frame_i P_i / dt`` (world, N).
 
 Every iterate is written once into ``history`` [N, iterations + 1, F] (and, when taped, every residual into
@@ -199,7 +201,8 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
         mu = model.friction[e]
         for i0 in range(NC):
             g0 = inputs.geometry.gap[e, i0]
-            weight[e, i0] = _weight(g0, settings.mode, settings.kappa, settings.col_height)
+            kappa = settings.kappa * model.contact_kappa_scale[e]  # the env's own sharpness (1/m)
+            weight[e, i0] = _weight(g0, settings.mode, kappa, settings.col_height)
             push = wp.max(settings.gap_rate * wp.min(g0 + settings.gap_offset, zero), -settings.max_push_speed)
             target[e, i0] = _contact_vector(inputs.velocity.c, e, i0) + vec3(push, zero, zero)
         compliance = wp.diag(vec3(settings.compliance_n, settings.compliance_t, settings.compliance_t))
@@ -434,7 +437,7 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
             adj_target[e, i1] = adj_target[e, i1] - g_vec
             _add_block(G_grad, e, i1, i1, -wp.outer(g_vec, x_init))
         # target_i = c_i + (push(g_i), 0, 0);  weight_i = sigma(g_i)
-        kappa = settings.kappa
+        kappa = settings.kappa * model.contact_kappa_scale[e]
         for i0 in range(NC):
             a_t = adj_target[e, i0]
             for r in range(3):

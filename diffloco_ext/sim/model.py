@@ -94,6 +94,9 @@ class Model:
     # ground (per env): friction coefficient (differentiable) and plane height (m)
     friction: wp.array | None = _device("scalar", 1, "[N] friction coefficient", optional=True)
     ground_height: wp.array | None = _device("scalar", 1, "[N] height of the flat ground (m)", optional=True)
+    contact_kappa_scale: wp.array | None = _device("scalar", 1, "[N] factor on the smoothed contact's sharpness kappa "
+                                                   "(1): a softer (< 1) or sharper (> 1) ground per env",
+                                                   optional=True)
     # feet
     foot_body: wp.array | None = _device("int32", 1, "[F] body of each foot sphere", optional=True)
     foot_offset: wp.array | None = _device("vec3", 1, "[F] sphere centre in the body frame (m)", optional=True)
@@ -221,7 +224,8 @@ def model_struct_type(dtype) -> type:
 #: (shapes: ``body_mass`` [N, B], ``body_com`` [N, B] vec3, ``body_inertia`` [N, B] mat33, ``joint_stiffness`` and
 #: ``joint_damping`` [N, n], ``friction`` [N], ``gravity`` [N] vec3 (m/s², world frame); the drive envelope
 #: ``effort_limit``, ``saturation_effort`` (N m), ``velocity_limit`` (rad/s), ``joint_armature`` (kg m²) and
-#: ``joint_friction_damping`` (viscous, N m s/rad), all [N, n], take no gradient).
+#: ``joint_friction_damping`` (viscous, N m s/rad), all [N, n], and ``contact_kappa_scale`` [N] (the smoothed
+#: contact's kappa is ``ContactParams.kappa`` x this; hard and soft contact ignore it) take no gradient).
 RANDOMIZABLE: dict[str, bool] = {
     "body_mass": True,
     "body_com": True,
@@ -235,6 +239,7 @@ RANDOMIZABLE: dict[str, bool] = {
     "velocity_limit": False,
     "joint_armature": False,
     "joint_friction_damping": False,
+    "contact_kappa_scale": False,
 }
 
 #: The parameters gradients flow to.
@@ -349,6 +354,7 @@ def build_model(
         fixed_base=fixed_base,
         friction=arr(np.full(num_envs, friction), dtype),
         ground_height=wp.array(np.full(num_envs, ground_height, dtype=npd), dtype=dtype, device=device),
+        contact_kappa_scale=wp.array(np.ones(num_envs, dtype=npd), dtype=dtype, device=device),
         default_joint_pos=robot.default_joint_positions().astype(npd),
         **foot_kwargs,
         terrain=terrain_data(terrain, dtype, device),

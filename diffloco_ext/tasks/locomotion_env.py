@@ -30,7 +30,8 @@ from diffloco_ext.sim.torch_bridge import TorchSimulator
 from .vec_env import FINAL_OBS_KEY, TIME_OUTS_KEY, DiffVecEnv
 
 #: Per-env model parameters a task may randomise (out of place, see :meth:`LocomotionEnv._randomize`).
-RANDOMISED = ("friction", "body_mass", "body_com", "body_inertia", "joint_stiffness", "joint_damping")
+RANDOMISED = ("friction", "body_mass", "body_com", "body_inertia", "joint_stiffness", "joint_damping",
+              "contact_kappa_scale")
 
 
 class LocomotionEnv(gym.Env, DiffVecEnv):
@@ -297,6 +298,8 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
         # states saved before the action-smoothness term existed: a_(t-2) = a_(t-1)
         self.actions_before_previous = own(state.get("actions_before_previous", state["previous_actions"]))
         self.params = {k: own(v) for k, v in state["params"].items()}
+        for k in RANDOMISED:  # states saved before a parameter was randomised: its nominal value
+            self.params.setdefault(k, self.nominal[k].clone())
         self.generator.set_state(state["generator"])
         self._load_task_state(state.get("task", {}))
         if "obs" in state:

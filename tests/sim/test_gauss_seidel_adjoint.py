@@ -40,11 +40,13 @@ def _model(grad: bool):
     return build_model(get_robot("anymal_d"), N, dtype="float64", requires_grad=grad)
 
 
-def solve(params, G, c, gap, mu, weights, tape=None):
-    """The solve stage on the given Delassus matrices, contact-point velocities, gaps and friction coefficients."""
+def solve(params, G, c, gap, mu, weights, tape=None, kappa_scale=None):
+    """The solve stage on the given Delassus matrices, contact-point velocities, gaps and friction coefficients
+    (and per-env factors on kappa, default 1)."""
     grad = tape is not None
     model = _model(grad)
     model.friction.assign(mu)
+    model.contact_kappa_scale.assign(np.ones(N) if kappa_scale is None else kappa_scale)
     if grad:
         model.friction.grad.zero_()
     sizes = Sizes.of(model, params)
@@ -78,14 +80,17 @@ def central_differences(x: np.ndarray, idx: np.ndarray, loss, eps: float = 1e-7)
 
 
 @pytest.mark.parametrize("iterations", [10, 2])  # 2: far from converged, so the step sizes matter too
-@pytest.mark.parametrize("mode", ["smoothed", "hard", "soft"])
+@pytest.mark.parametrize("mode", ["smoothed", "hard", "soft", "smoothed-per-env-kappa"])
 def test_reverse_sweep_matches_finite_differences(mode, iterations):
     rng = np.random.default_rng(3)
     G, c, gap, mu = problem(rng)
+    # per-env kappa: every env's sharpness scaled by its own factor (0.4-2.5: kappa 120-750 1/m)
+    kappa_scale = np.exp(rng.uniform(np.log(0.4), np.log(2.5), size=N)) if mode.endswith("kappa") else None
+    mode = mode.split("-")[0]
     params = ContactParams(mode=mode, kappa=300.0, iterations=iterations)
     weights = rng.normal(size=(N, C, 1))
     tape = wp.Tape()
-    _, arrays, model, out = solve(params, G, c, gap, mu, weights, tape)
+    _, arrays, model, out = solve(params, G, c, gap, mu, weights, tape, kappa_scale)
     impulse = out["impulse"]
     assert np.abs(impulse.numpy()).max() > 0
     tape.backward(grads={impulse: wp.array(weights, dtype=wp.float64)})
@@ -98,7 +103,25 @@ def test_reverse_sweep_matches_finite_differences(mode, iterations):
     inputs = {"G": G, "c": c, "gap": gap, "mu": mu}
     for name, x in inputs.items():
         idx = rng.choice(x.size, size=min(40, x.size), replace=False)
-        fd = central_differences(x, idx, lambda: solve(params, G, c, gap, mu, weights)[0])
+        fd = central_differences(x, idx, lambda: solve(params, G, c, gap, mu, weights, kappa_scale=kappa_scale)[0])
         got = analytic[name].reshape(-1)[idx]
         scale = max(np.abs(fd).max(), 1e-8)
         assert np.abs(got - fd).max() <= 1e-5 * scale + 1e-9, f"{mode}/{name}: {np.abs(got - fd).max():.2e} vs {scale:.2e}"
+
+
+def test_per_env_kappa_scale_is_that_envs_kappa():
+    """An env's ``contact_kappa_scale`` s gives the smoothed solve of ``kappa * s``: each env's impulses equal those
+    of a solve at its own kappa, and hard contact ignores the factor."""
+    rng = np.random.default_rng(5)
+    G, c, gap, mu = problem(rng)
+    weights = np.ones((N, C, 1))
+    scale = np.array([0.5, 1.0, 2.0, 0.33, 3.0, 1.5])
+    _, _, _, out = solve(ContactParams("smoothed", kappa=300.0), G, c, gap, mu, weights, kappa_scale=scale)
+    scaled = out["impulse"].numpy().copy()
+    for e, s in enumerate(scale):
+        _, _, _, ref = solve(ContactParams("smoothed", kappa=300.0 * s), G, c, gap, mu, weights)
+        np.testing.assert_allclose(scaled[e], ref["impulse"].numpy()[e], rtol=1e-12, atol=1e-14)
+    assert np.abs(scaled - solve(ContactParams("smoothed"), G, c, gap, mu, weights)[3]["impulse"].numpy()).max() > 1e-4
+    _, _, _, hard = solve(ContactParams("hard"), G, c, gap, mu, weights, kappa_scale=scale)
+    _, _, _, hard1 = solve(ContactParams("hard"), G, c, gap, mu, weights)
+    np.testing.assert_array_equal(hard["impulse"].numpy(), hard1["impulse"].numpy())

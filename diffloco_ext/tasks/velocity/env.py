@@ -89,6 +89,13 @@ class VelocityEnv(LocomotionEnv):
             for name, f in ((key, getattr(r, key)), (f"after_curriculum.{key}", getattr(r.after_curriculum, key))):
                 if f is not None and (isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 <= f <= 1.0):
                     raise ValueError(f"env.randomization.{name} must be a fraction in [0, 1], got {f!r}")
+        for name, pair in (("contact_kappa_scale", r.contact_kappa_scale),
+                           ("after_curriculum.contact_kappa_scale", r.after_curriculum.contact_kappa_scale)):
+            if pair is not None and not (isinstance(pair, (tuple, list)) and len(pair) == 2
+                                         and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                 and math.isfinite(x) and x > 0 for x in pair) and pair[0] <= pair[1]):
+                raise ValueError(f"env.randomization.{name} must be [low, high] with 0 < low <= high (a factor on "
+                                 f"kappa), got {pair!r}")
         self._ranges_ramp = checked_ramp("env.randomization.ranges_ramp", r.ranges_ramp,
                                          "policy steps after the curriculum's end")
         step = r.adversarial_step
@@ -286,6 +293,10 @@ class VelocityEnv(LocomotionEnv):
                                            draw(-r.base_com_z, r.base_com_z, N)[:, None]], dim=1)
             fresh.update(friction=draw(*r.friction, N), stiffness_scale=draw(*r.stiffness_scale, N, 1),
                          damping_scale=draw(*r.damping_scale, N, 1))
+            lo, hi = r.contact_kappa_scale
+            # log-uniform; at (1, 1) nothing is drawn, so the generator's stream is as without the option
+            fresh["contact_kappa_scale"] = (torch.exp(self.uniform(math.log(lo), math.log(hi), N))
+                                            if (lo, hi) != (1.0, 1.0) else self._nominal_draws()["contact_kappa_scale"])
         self._draws = {k: torch.where(mask.view((N,) + (1,) * (v.dim() - 1)), v, self._draws[k])
                        for k, v in fresh.items()}
         self.base_mass_scale = self._draws["base_mass_scale"]
@@ -312,7 +323,7 @@ class VelocityEnv(LocomotionEnv):
         N, kw = self.num_envs, dict(dtype=self.dtype, device=self.device)
         return {"base_mass_scale": torch.ones(N, **kw), "base_com": torch.zeros(N, 3, **kw),
                 "friction": self.nominal["friction"].clone(), "stiffness_scale": torch.ones(N, 1, **kw),
-                "damping_scale": torch.ones(N, 1, **kw)}
+                "damping_scale": torch.ones(N, 1, **kw), "contact_kappa_scale": torch.ones(N, **kw)}
 
     def _params_of(self, draws: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """The simulator's parameter tensors (:data:`~..locomotion_env.RANDOMISED`) of the randomised quantities
@@ -327,7 +338,8 @@ class VelocityEnv(LocomotionEnv):
         inertia[:, 0] *= scale[:, None, None]  # the same mass distribution, scaled (Isaac Lab recomputes inertia)
         return {"friction": draws["friction"], "body_mass": mass, "body_com": com, "body_inertia": inertia,
                 "joint_stiffness": nom["joint_stiffness"] * draws["stiffness_scale"],
-                "joint_damping": nom["joint_damping"] * draws["damping_scale"]}
+                "joint_damping": nom["joint_damping"] * draws["damping_scale"],
+                "contact_kappa_scale": draws["contact_kappa_scale"].detach()}
 
     def _draw_bounds(self) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
         """Lower and upper bounds of each randomised quantity under the ranges in force (broadcastable to the
@@ -368,8 +380,10 @@ class VelocityEnv(LocomotionEnv):
         self._reset_since_detach = torch.zeros_like(self._reset_since_detach)
         learning = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
         if bool(self.adversarial.any()) and learning:
-            self._leaves = {k: v.detach().clone().requires_grad_(True) for k, v in self._draws.items()}
-            self.params = self._params_of(self._leaves)
+            # leaves for the quantities the adversary moves (the ground's softness takes no gradient)
+            self._leaves = {k: v.detach().clone().requires_grad_(True) for k, v in self._draws.items()
+                            if k != "contact_kappa_scale"}
+            self.params = self._params_of({**self._draws, **self._leaves})
         elif grads is not None:
             self.params = self._params_of(self._draws)
         if grads is not None or self._leaves is not None:  # the moved parameters' observations (critic: friction)
@@ -430,6 +444,8 @@ class VelocityEnv(LocomotionEnv):
         self.foot_height = state["foot_height"].clone().to(self.dtype)
         if "draws" in state:
             self._draws = {k: v.clone().to(self.dtype) for k, v in state["draws"].items()}
+            # states saved before the ground's softness was randomised: every env at the nominal kappa
+            self._draws.setdefault("contact_kappa_scale", self._nominal_draws()["contact_kappa_scale"])
             self.adversarial = state["adversarial"].clone()
         else:  # states saved before the adversary: the draws read back from the parameters
             nom = self.nominal
@@ -437,7 +453,8 @@ class VelocityEnv(LocomotionEnv):
                            "base_com": (self.params["body_com"][:, 0] - nom["body_com"][:, 0]).clone(),
                            "friction": self.params["friction"].clone(),
                            "stiffness_scale": self.params["joint_stiffness"][:, :1] / nom["joint_stiffness"][:, :1],
-                           "damping_scale": self.params["joint_damping"][:, :1] / nom["joint_damping"][:, :1]}
+                           "damping_scale": self.params["joint_damping"][:, :1] / nom["joint_damping"][:, :1],
+                           "contact_kappa_scale": self._nominal_draws()["contact_kappa_scale"]}
             self.adversarial = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         self._leaves = None
         grads = state.get("adversary_grads")

@@ -242,6 +242,7 @@ class RandomizationRangesCfg:
     base_com_z: float | None = None
     stiffness_scale: tuple[float, float] | None = None
     damping_scale: tuple[float, float] | None = None
+    contact_kappa_scale: tuple[float, float] | None = None
     edge_fraction: float | None = None
     adversarial_fraction: float | None = None
     observation_delay_fraction: float | None = None
@@ -259,6 +260,13 @@ class RandomizationCfg:
     base_com_z: float = 0.01  # m
     stiffness_scale: tuple[float, float] = (0.85, 1.15)
     damping_scale: tuple[float, float] = (0.85, 1.15)
+    contact_kappa_scale: tuple[float, float] = (1.0, 1.0)
+    """Log-uniform factor on the smoothed contact's sharpness ``sim.contact.kappa`` per env (1): a softer ground
+    (< 1: the feet sink deeper before the contact holds them, as in MuJoCo's soft contacts, where a standing ANYmal
+    D's feet sink about 1 cm) or a sharper one (> 1). Acts in smoothed contact only (hard and soft contact ignore it);
+    no gradient flows to it, so the adversary does not move it. ``(1, 1)``: off, no random numbers drawn (a seed's
+    runs are unchanged by the option). A training choice against a policy that holds its gait on one ground only
+    (docs/tasks.md, session 34)."""
     edge_fraction: float = 0.0
     """Fraction of the draws of each range above (friction, base mass, centre of mass, each PD-gain scale) that
     take one of the range's two endpoints, either with equal odds, instead of a uniform value: the validation checks
