@@ -272,6 +272,11 @@ def events_cfg(rand: task_cfg.RandomizationCfg, reset: task_cfg.ResetCfg):
         raise ValueError("randomization.adversarial_fraction (parameters moved along the return's gradient) needs a "
                          "differentiable simulator; Isaac Lab's randomisation events draw uniformly: set it to 0 for "
                          "the Isaac Lab task")
+    softness = (rand.contact_kappa_scale, rand.after_curriculum.contact_kappa_scale)
+    if any(x is not None and tuple(x) != (1.0, 1.0) for x in softness):
+        raise ValueError("randomization.contact_kappa_scale (a factor on the smoothed contact's sharpness) is a "
+                         "setting of the project's training simulator; Isaac Lab's engines have no smoothed contact: "
+                         "set it to [1, 1] for the Isaac Lab task")
     if rand.observation_delay_fraction or rand.after_curriculum.observation_delay_fraction:
         raise ValueError("randomization.observation_delay_fraction (a policy step of observation latency) has no "
                          "counterpart among Isaac Lab's observation terms here: set it to 0 for the Isaac Lab task")

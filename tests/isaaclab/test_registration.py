@@ -95,7 +95,7 @@ def test_project_command_options_without_an_isaaclab_counterpart_are_clear_error
     """The project's boundary commands and the curriculum's performance gate have no counterpart in Isaac Lab's
     ``UniformVelocityCommand`` and step counter, nor the randomisation's draws at the ranges' endpoints
     (``edge_fraction``) or the adversary's gradient steps (``adversarial_fraction``) in Isaac Lab's uniform events, nor the observation
-    delay (``observation_delay_fraction``): mapping a task that uses them is an error, not a silently
+    delay (``observation_delay_fraction``), nor the smoothed contact's per-env sharpness (``contact_kappa_scale``): mapping a task that uses them is an error, not a silently
     different task. The curriculum itself maps (``curriculum_cfg``)."""
     from diffloco_ext.isaaclab.env_cfg import commands_cfg, curriculum_cfg
     from diffloco_ext.tasks.velocity.env_cfg import CommandsCfg, RandomizationCfg, RewardsCfg
@@ -116,6 +116,12 @@ def test_project_command_options_without_an_isaaclab_counterpart_are_clear_error
         events_cfg(RandomizationCfg(after_curriculum=RandomizationRangesCfg(adversarial_fraction=0.3)), ResetCfg())
     with pytest.raises(ValueError, match="observation_delay_fraction"):
         events_cfg(RandomizationCfg(observation_delay_fraction=0.3), ResetCfg())
+    with pytest.raises(ValueError, match="contact_kappa_scale"):
+        events_cfg(RandomizationCfg(after_curriculum=RandomizationRangesCfg(contact_kappa_scale=(0.5, 1.5))),
+                   ResetCfg())
+    with pytest.raises(ValueError, match="contact_kappa_scale"):
+        events_cfg(RandomizationCfg(contact_kappa_scale=(0.8, 1.0)), ResetCfg())
+    events_cfg(RandomizationCfg(after_curriculum=RandomizationRangesCfg(contact_kappa_scale=(1.0, 1.0))), ResetCfg())
     assert events_cfg(RandomizationCfg(), ResetCfg()).actuator_gains is not None
     assert commands_cfg(CommandsCfg()).base_velocity.resampling_time_range == (10.0, 10.0)
     # without a curriculum the final period holds from the start; with one, the initial period (the term switches)

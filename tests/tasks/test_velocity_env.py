@@ -389,6 +389,49 @@ def test_randomisation_stays_in_its_ranges():
     assert cmd[:, :2].abs().max() <= 1.0 and cmd[:, 2].abs().max() <= 1.0
 
 
+def test_ground_softness_sets_each_envs_kappa_and_old_states_load():
+    """``randomization.contact_kappa_scale``: a log-uniform factor per env on the smoothed contact's kappa, inside
+    its range, that the simulator uses (envs on a softer ground stand lower: their feet sink deeper before the
+    contact holds them); off (1, 1) by default; a malformed range is an error naming the field; a state saved
+    before the option loads with every env at the nominal kappa."""
+    cfg = AnymalDFlatEnvCfg(num_envs=64, seed=3)
+    cfg.sim.dtype = "float32"
+    cfg.observation_noise.enable = False
+    r = cfg.randomization
+    r.contact_kappa_scale = (0.4, 2.5)
+    # every other draw at its nominal value and every env dropped in the same pose: only kappa differs
+    r.push_velocity_xy, r.base_com_xy, r.base_com_z = 0.0, 0.0, 0.0
+    r.friction = r.base_mass_scale = r.stiffness_scale = r.damping_scale = (1.0, 1.0)
+    cfg.reset.velocity, cfg.reset.joint_pos_scale, cfg.reset.position_xy = 0.0, (1.0, 1.0), 0.0
+    env = VelocityEnv(cfg)
+    scale = env.params["contact_kappa_scale"]
+    assert scale.min() >= 0.4 - 1e-6 and scale.max() <= 2.5 + 1e-6
+    assert abs(float(torch.log(scale).mean())) < 0.2 and float(torch.log(scale).std()) > 0.3  # log-uniform
+    with torch.no_grad():
+        for _ in range(40):  # dropped from 0.65 m: standing after ~0.5 s
+            env.step(torch.zeros(env.num_envs, 12))
+    z = env.q[:, 2]  # base height (m): lower the softer the ground, in order of kappa
+    order = torch.argsort(scale)
+    assert float(z[order[:10]].max()) < float(z[order[-10:]].min()) - 0.003, (z[order[:10]], z[order[-10:]])
+    assert float(torch.corrcoef(torch.stack((torch.log(scale), z)))[0, 1]) > 0.9
+    state = env.state_dict()
+    del state["params"]["contact_kappa_scale"]
+    del state["task"]["draws"]["contact_kappa_scale"]
+    env.load_state_dict(state)
+    assert torch.equal(env.params["contact_kappa_scale"], torch.ones(64))
+    env.reset()  # the next draws fill the nominal entries
+    assert not torch.equal(env.params["contact_kappa_scale"], torch.ones(64))
+    default = make_env(num_envs=8, dtype="float32")
+    assert torch.equal(default.params["contact_kappa_scale"], torch.ones(8))
+    for bad in [(0.0, 1.0), (2.0, 1.0), (float("nan"), 1.0), (1.0,), "soft"]:
+        for after in (False, True):
+            cfg = AnymalDFlatEnvCfg(num_envs=2, seed=3)
+            target = cfg.randomization.after_curriculum if after else cfg.randomization
+            target.contact_kappa_scale = bad
+            with pytest.raises(ValueError, match="contact_kappa_scale"):
+                VelocityEnv(cfg)
+
+
 def test_randomisation_widens_once_the_curriculum_is_done():
     """``randomization.after_curriculum``: resets during the command curriculum draw from the base ranges, resets
     after it from the ranges set there (the others unchanged); without a curriculum the wide ranges hold at once."""
