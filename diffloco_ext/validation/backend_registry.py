@@ -11,9 +11,12 @@ name                    factory                                                 
 ``smoothed``            the project's simulator in the training contact (smoothed, kappa 300   5 ms
                         1/m): a reference, not a validator (is a failure the policy's, or the
                         contact model's?)
+``mujoco-soft``         MuJoCo with a ground twice as soft (contact ``solref`` time constant  2.5 ms
+                        0.04 s, MuJoCo's default 0.02 s): a stress test, not a validator (a
+                        policy whose gait holds on one ground only falls here)
 ======================= ==================================================================== =========
 
-Aliases: ``isaaclab`` = both Isaac Lab engines, ``all`` = every validator (all but ``smoothed``; those that cannot
+Aliases: ``isaaclab`` = both Isaac Lab engines, ``all`` = every validator (all but ``smoothed`` and ``mujoco-soft``; those that cannot
 be imported here are skipped with the reason). Any ``"package.module:factory"`` string is a user backend with the same factory
 signature: ``factory(robot, num_envs, *, policy_dt, sim_dt, friction, **options) -> Backend``.
 """
@@ -50,6 +53,9 @@ BACKENDS: dict[str, BackendSpec] = {
                                    ("isaaclab",)),
     "smoothed": BackendSpec("diffloco_ext.validation.sim_backend:make_backend", 0.005, {"contact": "smoothed"},
                             "the project's simulator, the training's smoothed contact (a reference)"),
+    "mujoco-soft": BackendSpec("diffloco_ext.validation.mujoco_backend:make_backend", 0.0025,
+                               {"contact_time_constant": 0.04, "name": "mujoco-soft"},
+                               "MuJoCo with a ground twice as soft (solref time constant 0.04 s; a stress test)"),
 }
 VALIDATORS = ("hard", "mujoco", "isaaclab-physx", "isaaclab-newton")  # the backends that judge a policy
 ALIASES: dict[str, tuple[str, ...]] = {"isaaclab": ("isaaclab-physx", "isaaclab-newton"), "all": VALIDATORS}

@@ -10,6 +10,10 @@ warm start is off (a state vector does not carry it, and with it on, the start g
 thread stepped before: results would depend on the thread schedule), so every step's constraint solve starts from
 the unconstrained accelerations (it converges to MuJoCo's tolerance either way).
 
+``contact_time_constant`` sets every geom's ``solref`` time constant (s; MuJoCo's default 0.02): the registry's
+``mujoco-soft`` runs at 0.04, a ground twice as soft (a standing ANYmal D's feet sink deeper and it bounces more),
+a check that a policy's gait does not hold on one ground only.
+
 Per-env parameters (:class:`~.backends.EnvParameters`): one ``MjModel`` copy per env; ``friction`` sets the
 sliding friction of the floor and the foot geoms, ``payload_kg`` the base's ``body_mass`` (then
 ``mj_setConst``), the gain scales the drive's ``k_p``, ``k_d``.
@@ -44,7 +48,7 @@ class MujocoBackend:
 
     def __init__(self, robot: RobotDescription, num_envs: int, policy_dt: float = 0.02,
                  steps_per_policy_step: int = 8, friction: float = 1.0, threads: int | None = None,
-                 name: str = "mujoco"):
+                 name: str = "mujoco", contact_time_constant: float | None = None):
         if robot.actuator is None:
             raise ValueError(f"robot '{robot.name}' has no drive model")
         if num_envs < 1:
@@ -57,6 +61,12 @@ class MujocoBackend:
         self.threads = int(threads or min(8, os.cpu_count() or 1))
         self.model = to_mjmodel(robot, actuators="motor", timestep=policy_dt / self.substeps, friction=friction)
         self.model.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_WARMSTART)
+        if contact_time_constant is not None:
+            # MuJoCo clamps a time constant below two steps to two steps (mjtDisableBit.mjDSBL_REFSAFE): refuse it
+            if not contact_time_constant >= 2 * self.model.opt.timestep:
+                raise ValueError(f"contact_time_constant {contact_time_constant!r} s is below two MuJoCo steps "
+                                 f"({2 * self.model.opt.timestep} s), where MuJoCo would silently clamp it")
+            self.model.geom_solref[:, 0] = contact_time_constant  # every geom: a pair mixes its two geoms' values
         self.models = [copy.copy(self.model) for _ in range(num_envs)]
         self._scratch = mujoco.MjData(self.model)
         self._friction_geoms = [self.model.geom("floor").id] + [self.model.geom(f.name).id for f in robot.feet]
@@ -130,13 +140,15 @@ class MujocoBackend:
 
 
 def make_backend(robot: RobotDescription, num_envs: int, *, policy_dt: float, sim_dt: float, friction: float = 1.0,
-                 threads: int | None = None, name: str = "mujoco") -> MujocoBackend:
-    """The registry's factory: ``policy_dt / sim_dt`` MuJoCo steps per policy step (must divide)."""
+                 threads: int | None = None, name: str = "mujoco",
+                 contact_time_constant: float | None = None) -> MujocoBackend:
+    """The registry's factory: ``policy_dt / sim_dt`` MuJoCo steps per policy step (must divide);
+    ``contact_time_constant`` (s): the contacts' ``solref`` time constant (None: MuJoCo's default, 0.02 s)."""
     substeps = round(policy_dt / sim_dt)
     if substeps < 1 or abs(substeps * sim_dt - policy_dt) > 1e-9:
         raise ValueError(f"policy_dt {policy_dt} s is not a multiple of sim_dt {sim_dt} s")
     return MujocoBackend(robot, num_envs, policy_dt=policy_dt, steps_per_policy_step=substeps, friction=friction,
-                         threads=threads, name=name)
+                         threads=threads, name=name, contact_time_constant=contact_time_constant)
 
 
 def benchmark(num_envs: int = 64, steps: int = 50, threads: tuple[int, ...] = (1, 2), robot: str = "anymal_d"):

@@ -14,6 +14,7 @@ def test_names_and_aliases():
     names, lenient = registry.resolve(["mujoco", "all"])
     assert names == ["mujoco", "hard", "isaaclab-physx", "isaaclab-newton"] and lenient  # not the reference
     assert registry.resolve("smoothed") == (["smoothed"], False)
+    assert registry.resolve("mujoco-soft") == (["mujoco-soft"], False)  # a stress test: not in `all`
     assert registry.BACKENDS["isaaclab-physx"].factory == "diffloco_ext.isaaclab.validation_backend:make_backend"
     assert registry.BACKENDS["isaaclab-newton"].options == {"engine": "newton"}
     with pytest.raises(KeyError, match="unknown backend 'bullet'"):
