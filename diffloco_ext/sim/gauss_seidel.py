@@ -17,7 +17,10 @@ contact-point velocity ``c_i`` (normal, tangent 1, tangent 2; m/s) and weight ``
   after the other converges much faster than one step on the 3-vector (a standing ANYmal drifts 27 µm in 8 s with
   10 sweeps instead of 1 mm);
 * smoothed mode's ``sigma_i = 1 / (1 + exp(kappa_e g_i))`` with env ``e``'s own sharpness ``kappa_e = kappa x
-  model.contact_kappa_scale[e]`` (1 unless a task randomises the ground's softness);
+  model.contact_kappa_scale[e]`` (1 unless a task randomises it);
+* an env with ``model.contact_soft_stiffness[e] = k > 0`` stands on a soft ground whatever the mode: soft mode's
+  spring pull, compliance and weight with ``k_p = k`` (``soft_damping``, ``soft_friction_damping`` from the
+  settings), so one batch mixes grounds (0, the default: the mode's own contact);
 * after the sweeps ``P_i <- sigma_i P_i``, and the mean force over the step ``f_i = frame_i P_i / dt`` (world, N).
 
 Every iterate is written once into ``history`` [N, iterations + 1, F] (and, when taped, every residual into
@@ -79,7 +82,7 @@ def solver_settings_type(dtype) -> type:
     return warp_struct(f"SolverSettings{'64' if dtype == wp.float64 else '32'}", __name__, dict(
         mode=wp.int32, kappa=dtype, col_height=dtype, iterations=wp.int32, gap_rate=dtype, gap_offset=dtype,
         max_push_speed=dtype, compliance_n=dtype, compliance_t=dtype, relaxation=dtype, inv_dt=dtype,
-        keep_residual=wp.int32))
+        keep_residual=wp.int32, soft_damping=dtype, soft_friction_damping=dtype))
 
 
 _SETTINGS: dict[tuple, object] = {}
@@ -89,13 +92,15 @@ def solver_settings(params, dt: float, dtype, keep_residual: bool):
     """The solver's settings for contact settings ``params`` (:class:`~.contact.ContactParams`) at time step
     ``dt`` as a Warp struct (built once per distinct setting): weight mode (0 sigmoid, 1 step), ``kappa`` (1/m),
     ``col_height`` (m), iterations, gap rate (1/s) and offset (m) of the stabilisation, its push cap (m/s), normal
-    and tangential compliance (s/kg), relaxation, ``1 / dt`` (1/s) and whether the residuals are kept (taped
-    steps)."""
+    and tangential compliance (s/kg), relaxation, ``1 / dt`` (1/s), whether the residuals are kept (taped
+    steps), and soft contact's damping and friction damping (N s/m) for the envs on a soft ground
+    (``model.contact_soft_stiffness``)."""
     mode, gap_rate, gap_offset, max_push, compliance_n, compliance_t = params.solver_terms(dt)
     values = dict(mode=mode, kappa=params.kappa, col_height=params.col_height, iterations=params.iterations,
                   gap_rate=gap_rate, gap_offset=gap_offset, max_push_speed=max_push, compliance_n=compliance_n,
                   compliance_t=compliance_t, relaxation=params.relaxation, inv_dt=1.0 / dt,
-                  keep_residual=int(keep_residual))
+                  keep_residual=int(keep_residual), soft_damping=params.soft_damping,
+                  soft_friction_damping=params.soft_friction_damping)
     key = (dtype, *values.values())
     settings = _SETTINGS.get(key)
     if settings is None:
@@ -183,6 +188,18 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
             w = one / (one + wp.exp(wp.clamp(kappa * g, dtype(-100.0), dtype(50.0))))
         return w
 
+    @wp.func
+    def _env_terms(settings: T.Settings, stiffness: dtype):
+        """Env terms: (weight mode, gap rate, gap offset, max push, normal and tangential compliance): the
+        settings' own, or soft contact's with spring ``stiffness`` (N/m) for an env on a soft ground (> 0)."""
+        if stiffness > zero:
+            dt = one / settings.inv_dt
+            denom = stiffness * dt + settings.soft_damping
+            return (1, stiffness / denom, zero, dtype(1.0e30), one / (dt * denom),
+                    one / (dt * settings.soft_friction_damping))
+        return (settings.mode, settings.gap_rate, settings.gap_offset, settings.max_push_speed,
+                settings.compliance_n, settings.compliance_t)
+
     @wp.kernel(enable_backward=False)
     def projected_gauss_seidel(model: T.Model, inputs: In, outputs: T.Solution, settings: T.Settings):
         """Impulses per contact, then the contact forces: ``history`` [N, iterations + 1, F] holds every iterate
@@ -199,13 +216,14 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
         history = outputs.history
         relaxation = settings.relaxation
         mu = model.friction[e]
+        mode, gap_rate, gap_offset, max_push, comp_n, comp_t = _env_terms(settings, model.contact_soft_stiffness[e])
+        kappa = settings.kappa * model.contact_kappa_scale[e]  # the env's own sharpness (1/m)
         for i0 in range(NC):
             g0 = inputs.geometry.gap[e, i0]
-            kappa = settings.kappa * model.contact_kappa_scale[e]  # the env's own sharpness (1/m)
-            weight[e, i0] = _weight(g0, settings.mode, kappa, settings.col_height)
-            push = wp.max(settings.gap_rate * wp.min(g0 + settings.gap_offset, zero), -settings.max_push_speed)
+            weight[e, i0] = _weight(g0, mode, kappa, settings.col_height)
+            push = wp.max(gap_rate * wp.min(g0 + gap_offset, zero), -max_push)
             target[e, i0] = _contact_vector(inputs.velocity.c, e, i0) + vec3(push, zero, zero)
-        compliance = wp.diag(vec3(settings.compliance_n, settings.compliance_t, settings.compliance_t))
+        compliance = wp.diag(vec3(comp_n, comp_t, comp_t))
         step_t = contact_vector()  # the tangential step of every contact (its diagonal block is fixed)
         for i1 in range(NC):
             Gd = _block(G, e, i1, i1) + compliance
@@ -288,7 +306,8 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
         iterations = settings.iterations
         mu = model.friction[e]
         adj_mu = zero
-        compliance = wp.diag(vec3(settings.compliance_n, settings.compliance_t, settings.compliance_t))
+        mode, gap_rate, gap_offset, max_push, comp_n, comp_t = _env_terms(settings, model.contact_soft_stiffness[e])
+        compliance = wp.diag(vec3(comp_n, comp_t, comp_t))
         # force_i = sum_r frame_ir impulse_ir / dt;  impulse_i = weight_i * P_i
         for i2 in range(NC):
             g_force = outputs_grad.force[e, i2] * settings.inv_dt
@@ -445,10 +464,10 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
                 inputs_grad.velocity.c[e, row, 0] = inputs_grad.velocity.c[e, row, 0] + a_t[r]
             g0 = inputs.geometry.gap[e, i0]
             adj_g = zero
-            inner = settings.gap_rate * wp.min(g0 + settings.gap_offset, zero)
-            if inner > -settings.max_push_speed and g0 + settings.gap_offset < zero:
-                adj_g += a_t[0] * settings.gap_rate
-            if settings.mode != 1 and g0 <= settings.col_height:
+            inner = gap_rate * wp.min(g0 + gap_offset, zero)
+            if inner > -max_push and g0 + gap_offset < zero:
+                adj_g += a_t[0] * gap_rate
+            if mode != 1 and g0 <= settings.col_height:
                 arg = kappa * g0
                 if arg > dtype(-100.0) and arg < dtype(50.0):
                     sigma = weight[e, i0]

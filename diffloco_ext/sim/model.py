@@ -97,6 +97,9 @@ class Model:
     contact_kappa_scale: wp.array | None = _device("scalar", 1, "[N] factor on the smoothed contact's sharpness kappa "
                                                    "(1): a softer (< 1) or sharper (> 1) ground per env",
                                                    optional=True)
+    contact_soft_stiffness: wp.array | None = _device("scalar", 1, "[N] spring stiffness k_p (N/m) of a soft ground "
+                                                      "(soft contact's penalty spring, whatever the mode); 0: the "
+                                                      "mode's own contact", optional=True)
     # feet
     foot_body: wp.array | None = _device("int32", 1, "[F] body of each foot sphere", optional=True)
     foot_offset: wp.array | None = _device("vec3", 1, "[F] sphere centre in the body frame (m)", optional=True)
@@ -224,8 +227,9 @@ def model_struct_type(dtype) -> type:
 #: (shapes: ``body_mass`` [N, B], ``body_com`` [N, B] vec3, ``body_inertia`` [N, B] mat33, ``joint_stiffness`` and
 #: ``joint_damping`` [N, n], ``friction`` [N], ``gravity`` [N] vec3 (m/s², world frame); the drive envelope
 #: ``effort_limit``, ``saturation_effort`` (N m), ``velocity_limit`` (rad/s), ``joint_armature`` (kg m²) and
-#: ``joint_friction_damping`` (viscous, N m s/rad), all [N, n], and ``contact_kappa_scale`` [N] (the smoothed
-#: contact's kappa is ``ContactParams.kappa`` x this; hard and soft contact ignore it) take no gradient).
+#: ``joint_friction_damping`` (viscous, N m s/rad), all [N, n], ``contact_kappa_scale`` [N] (the smoothed
+#: contact's kappa is ``ContactParams.kappa`` x this; hard and soft contact ignore it) and ``contact_soft_stiffness``
+#: [N] (N/m: > 0 puts the env on a soft ground, soft contact's spring, whatever the mode) take no gradient).
 RANDOMIZABLE: dict[str, bool] = {
     "body_mass": True,
     "body_com": True,
@@ -240,6 +244,7 @@ RANDOMIZABLE: dict[str, bool] = {
     "joint_armature": False,
     "joint_friction_damping": False,
     "contact_kappa_scale": False,
+    "contact_soft_stiffness": False,
 }
 
 #: The parameters gradients flow to.
@@ -355,6 +360,7 @@ def build_model(
         friction=arr(np.full(num_envs, friction), dtype),
         ground_height=wp.array(np.full(num_envs, ground_height, dtype=npd), dtype=dtype, device=device),
         contact_kappa_scale=wp.array(np.ones(num_envs, dtype=npd), dtype=dtype, device=device),
+        contact_soft_stiffness=wp.array(np.zeros(num_envs, dtype=npd), dtype=dtype, device=device),
         default_joint_pos=robot.default_joint_positions().astype(npd),
         **foot_kwargs,
         terrain=terrain_data(terrain, dtype, device),

@@ -40,13 +40,14 @@ def _model(grad: bool):
     return build_model(get_robot("anymal_d"), N, dtype="float64", requires_grad=grad)
 
 
-def solve(params, G, c, gap, mu, weights, tape=None, kappa_scale=None):
+def solve(params, G, c, gap, mu, weights, tape=None, kappa_scale=None, soft_stiffness=None):
     """The solve stage on the given Delassus matrices, contact-point velocities, gaps and friction coefficients
-    (and per-env factors on kappa, default 1)."""
+    (and per-env factors on kappa, default 1, and per-env soft grounds' spring stiffness, default 0: none)."""
     grad = tape is not None
     model = _model(grad)
     model.friction.assign(mu)
     model.contact_kappa_scale.assign(np.ones(N) if kappa_scale is None else kappa_scale)
+    model.contact_soft_stiffness.assign(np.zeros(N) if soft_stiffness is None else soft_stiffness)
     if grad:
         model.friction.grad.zero_()
     sizes = Sizes.of(model, params)
@@ -80,17 +81,20 @@ def central_differences(x: np.ndarray, idx: np.ndarray, loss, eps: float = 1e-7)
 
 
 @pytest.mark.parametrize("iterations", [10, 2])  # 2: far from converged, so the step sizes matter too
-@pytest.mark.parametrize("mode", ["smoothed", "hard", "soft", "smoothed-per-env-kappa"])
+@pytest.mark.parametrize("mode", ["smoothed", "hard", "soft", "smoothed-per-env-kappa", "smoothed-soft-grounds",
+                                  "hard-soft-grounds"])
 def test_reverse_sweep_matches_finite_differences(mode, iterations):
     rng = np.random.default_rng(3)
     G, c, gap, mu = problem(rng)
     # per-env kappa: every env's sharpness scaled by its own factor (0.4-2.5: kappa 120-750 1/m)
     kappa_scale = np.exp(rng.uniform(np.log(0.4), np.log(2.5), size=N)) if mode.endswith("kappa") else None
+    # half the envs on soft grounds of their own stiffness, the others in the mode's contact
+    soft_stiffness = (np.array([0.0, 1e4, 0.0, 3e4, 0.0, 8e4]) if mode.endswith("grounds") else None)
     mode = mode.split("-")[0]
     params = ContactParams(mode=mode, kappa=300.0, iterations=iterations)
     weights = rng.normal(size=(N, C, 1))
     tape = wp.Tape()
-    _, arrays, model, out = solve(params, G, c, gap, mu, weights, tape, kappa_scale)
+    _, arrays, model, out = solve(params, G, c, gap, mu, weights, tape, kappa_scale, soft_stiffness)
     impulse = out["impulse"]
     assert np.abs(impulse.numpy()).max() > 0
     tape.backward(grads={impulse: wp.array(weights, dtype=wp.float64)})
@@ -103,7 +107,8 @@ def test_reverse_sweep_matches_finite_differences(mode, iterations):
     inputs = {"G": G, "c": c, "gap": gap, "mu": mu}
     for name, x in inputs.items():
         idx = rng.choice(x.size, size=min(40, x.size), replace=False)
-        fd = central_differences(x, idx, lambda: solve(params, G, c, gap, mu, weights, kappa_scale=kappa_scale)[0])
+        fd = central_differences(x, idx, lambda: solve(params, G, c, gap, mu, weights, kappa_scale=kappa_scale,
+                                                        soft_stiffness=soft_stiffness)[0])
         got = analytic[name].reshape(-1)[idx]
         scale = max(np.abs(fd).max(), 1e-8)
         assert np.abs(got - fd).max() <= 1e-5 * scale + 1e-9, f"{mode}/{name}: {np.abs(got - fd).max():.2e} vs {scale:.2e}"
@@ -125,3 +130,22 @@ def test_per_env_kappa_scale_is_that_envs_kappa():
     _, _, _, hard = solve(ContactParams("hard"), G, c, gap, mu, weights, kappa_scale=scale)
     _, _, _, hard1 = solve(ContactParams("hard"), G, c, gap, mu, weights)
     np.testing.assert_array_equal(hard["impulse"].numpy(), hard1["impulse"].numpy())
+
+
+@pytest.mark.parametrize("mode", ["smoothed", "hard"])
+def test_an_env_on_a_soft_ground_solves_as_soft_contact(mode):
+    """``contact_soft_stiffness`` k > 0 puts an env on soft contact's ground with ``k_p = k``, whatever the mode:
+    its impulses equal a soft-mode solve's with that stiffness, and the other envs' equal the mode's own."""
+    rng = np.random.default_rng(7)
+    G, c, gap, mu = problem(rng)
+    weights = np.ones((N, C, 1))
+    k = np.array([0.0, 1e4, 0.0, 3e4, 0.0, 8e4])
+    mixed = solve(ContactParams(mode), G, c, gap, mu, weights, soft_stiffness=k)[3]["impulse"].numpy().copy()
+    own = solve(ContactParams(mode), G, c, gap, mu, weights)[3]["impulse"].numpy().copy()
+    for e in range(N):
+        if k[e] == 0:
+            np.testing.assert_array_equal(mixed[e], own[e])
+        else:
+            ref = solve(ContactParams("soft", soft_stiffness=k[e]), G, c, gap, mu, weights)[3]["impulse"].numpy()
+            np.testing.assert_allclose(mixed[e], ref[e], rtol=1e-12, atol=1e-14)
+            assert np.abs(mixed[e] - own[e]).max() > 1e-4
