@@ -229,10 +229,11 @@ def interpolated_params(before, after, fraction: float):
 REBUILT_EVENTS = ("physics_material",)
 #: The project's ``RandomizationRangesCfg`` ranges; each is the curriculum param ``<name>_after_curriculum``
 #: (``edge_fraction``, ``adversarial_fraction`` and ``observation_delay_fraction`` are not ranges, and
-#: ``contact_kappa_scale`` is the training simulator's: the Isaac Lab mapping rejects them, ``env_cfg.events_cfg``).
+#: ``contact_kappa_scale`` and the soft grounds are the training simulator's: the Isaac Lab mapping rejects them,
+#: ``env_cfg.events_cfg``).
 RANDOMIZATION_AFTER_CURRICULUM = tuple(f.name for f in dataclasses.fields(RandomizationRangesCfg) if f.name not in
                                        ("edge_fraction", "adversarial_fraction", "observation_delay_fraction",
-                                        "contact_kappa_scale"))
+                                        "contact_kappa_scale", "soft_ground_fraction", "soft_ground_stiffness"))
 
 
 def event_params_after_curriculum(params: dict, env) -> dict[str, dict]:

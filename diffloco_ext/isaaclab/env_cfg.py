@@ -277,6 +277,9 @@ def events_cfg(rand: task_cfg.RandomizationCfg, reset: task_cfg.ResetCfg):
         raise ValueError("randomization.contact_kappa_scale (a factor on the smoothed contact's sharpness) is a "
                          "setting of the project's training simulator; Isaac Lab's engines have no smoothed contact: "
                          "set it to [1, 1] for the Isaac Lab task")
+    if rand.soft_ground_fraction or rand.after_curriculum.soft_ground_fraction:
+        raise ValueError("randomization.soft_ground_fraction (envs on the training simulator's soft contact) has no "
+                         "counterpart in Isaac Lab's randomisation events: set it to 0 for the Isaac Lab task")
     if rand.observation_delay_fraction or rand.after_curriculum.observation_delay_fraction:
         raise ValueError("randomization.observation_delay_fraction (a policy step of observation latency) has no "
                          "counterpart among Isaac Lab's observation terms here: set it to 0 for the Isaac Lab task")

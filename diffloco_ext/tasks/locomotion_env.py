@@ -31,7 +31,7 @@ from .vec_env import FINAL_OBS_KEY, TIME_OUTS_KEY, DiffVecEnv
 
 #: Per-env model parameters a task may randomise (out of place, see :meth:`LocomotionEnv._randomize`).
 RANDOMISED = ("friction", "body_mass", "body_com", "body_inertia", "joint_stiffness", "joint_damping",
-              "contact_kappa_scale")
+              "contact_kappa_scale", "contact_soft_stiffness")
 
 
 class LocomotionEnv(gym.Env, DiffVecEnv):

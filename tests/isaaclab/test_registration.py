@@ -122,6 +122,8 @@ def test_project_command_options_without_an_isaaclab_counterpart_are_clear_error
     with pytest.raises(ValueError, match="contact_kappa_scale"):
         events_cfg(RandomizationCfg(contact_kappa_scale=(0.8, 1.0)), ResetCfg())
     events_cfg(RandomizationCfg(after_curriculum=RandomizationRangesCfg(contact_kappa_scale=(1.0, 1.0))), ResetCfg())
+    with pytest.raises(ValueError, match="soft_ground_fraction"):
+        events_cfg(RandomizationCfg(after_curriculum=RandomizationRangesCfg(soft_ground_fraction=0.25)), ResetCfg())
     assert events_cfg(RandomizationCfg(), ResetCfg()).actuator_gains is not None
     assert commands_cfg(CommandsCfg()).base_velocity.resampling_time_range == (10.0, 10.0)
     # without a curriculum the final period holds from the start; with one, the initial period (the term switches)

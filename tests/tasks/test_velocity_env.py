@@ -432,6 +432,41 @@ def test_ground_softness_sets_each_envs_kappa_and_old_states_load():
                 VelocityEnv(cfg)
 
 
+def test_soft_grounds_put_that_share_of_the_envs_on_a_spring():
+    """``randomization.soft_ground_fraction``: that share of the envs (drawn at each reset) stands on soft contact's
+    spring with a stiffness from ``soft_ground_stiffness`` (log-uniform), the others on the training's smoothed
+    contact; the soft envs stand lower the softer their spring; off by default; malformed values are errors."""
+    cfg = AnymalDFlatEnvCfg(num_envs=64, seed=3)
+    cfg.sim.dtype = "float32"
+    cfg.observation_noise.enable = False
+    r = cfg.randomization
+    r.soft_ground_fraction, r.soft_ground_stiffness = 0.5, (1.0e4, 1.0e5)
+    r.push_velocity_xy, r.base_com_xy, r.base_com_z = 0.0, 0.0, 0.0
+    r.friction = r.base_mass_scale = r.stiffness_scale = r.damping_scale = (1.0, 1.0)
+    cfg.reset.velocity, cfg.reset.joint_pos_scale, cfg.reset.position_xy = 0.0, (1.0, 1.0), 0.0
+    env = VelocityEnv(cfg)
+    k = env.params["contact_soft_stiffness"]
+    soft = k > 0
+    assert 20 <= int(soft.sum()) <= 44
+    assert k[soft].min() >= 1.0e4 * (1 - 1e-6) and k[soft].max() <= 1.0e5 * (1 + 1e-6)
+    with torch.no_grad():
+        for _ in range(50):  # dropped from 0.65 m: standing after ~0.5 s
+            env.step(torch.zeros(env.num_envs, 12))
+    z = env.q[:, 2]
+    assert float(torch.corrcoef(torch.stack((torch.log(k[soft]), z[soft])))[0, 1]) > 0.9  # stiffer: higher
+    softest = z[soft][torch.argsort(k[soft])[:2]]
+    assert float(softest.max()) < float(z[~soft].min()) - 0.001  # ~1e4 N/m sinks deeper than smoothed (3 mm)
+    stiffest = z[soft][torch.argsort(k[soft])[-2:]]
+    assert float(stiffest.min()) > float(z[~soft].max()) + 0.001  # ~1e5 N/m stands higher (2 mm)
+    assert torch.equal(make_env(num_envs=4, dtype="float32").params["contact_soft_stiffness"], torch.zeros(4))
+    for key, bad in [("soft_ground_fraction", 1.5), ("soft_ground_stiffness", (0.0, 1.0e4)),
+                     ("soft_ground_stiffness", (2.0e4, 1.0e4))]:
+        cfg = AnymalDFlatEnvCfg(num_envs=2, seed=3)
+        setattr(cfg.randomization.after_curriculum, key, bad)
+        with pytest.raises(ValueError, match=key):
+            VelocityEnv(cfg)
+
+
 def test_randomisation_widens_once_the_curriculum_is_done():
     """``randomization.after_curriculum``: resets during the command curriculum draw from the base ranges, resets
     after it from the ranges set there (the others unchanged); without a curriculum the wide ranges hold at once."""
@@ -654,8 +689,9 @@ def test_return_gradients_wrt_the_randomised_quantities_match_finite_differences
         env.params = env._params_of(values)
         return _return_through(env, actions)
 
-    # the quantities the adversary moves (the ground's softness, contact_kappa_scale, takes no gradient)
-    leaves = {k: v.clone().requires_grad_(True) for k, v in draws.items() if k != "contact_kappa_scale"}
+    # the quantities the adversary moves (the ground's kind, contact_kappa_scale and soft grounds, takes no gradient)
+    leaves = {k: v.clone().requires_grad_(True) for k, v in draws.items()
+              if k not in ("contact_kappa_scale", "soft_ground_stiffness")}
     grads = dict(zip(leaves, torch.autograd.grad(total({**draws, **leaves}), list(leaves.values()))))
     eps, checked = 1e-6, 0
     with torch.no_grad():

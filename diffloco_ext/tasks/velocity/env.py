@@ -85,17 +85,18 @@ class VelocityEnv(LocomotionEnv):
         self._weights_curriculum_ramp = checked_fraction_ramp("env.rewards.weights_curriculum_ramp",
                                                               self.cfg.rewards.weights_curriculum_ramp)
         r = self.cfg.randomization
-        for key in ("edge_fraction", "adversarial_fraction", "observation_delay_fraction"):
+        for key in ("edge_fraction", "adversarial_fraction", "observation_delay_fraction", "soft_ground_fraction"):
             for name, f in ((key, getattr(r, key)), (f"after_curriculum.{key}", getattr(r.after_curriculum, key))):
                 if f is not None and (isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 <= f <= 1.0):
                     raise ValueError(f"env.randomization.{name} must be a fraction in [0, 1], got {f!r}")
-        for name, pair in (("contact_kappa_scale", r.contact_kappa_scale),
-                           ("after_curriculum.contact_kappa_scale", r.after_curriculum.contact_kappa_scale)):
-            if pair is not None and not (isinstance(pair, (tuple, list)) and len(pair) == 2
-                                         and all(isinstance(x, (int, float)) and not isinstance(x, bool)
-                                                 and math.isfinite(x) and x > 0 for x in pair) and pair[0] <= pair[1]):
-                raise ValueError(f"env.randomization.{name} must be [low, high] with 0 < low <= high (a factor on "
-                                 f"kappa), got {pair!r}")
+        for key, what in (("contact_kappa_scale", "a factor on kappa"), ("soft_ground_stiffness", "N/m")):
+            for name, pair in ((key, getattr(r, key)), (f"after_curriculum.{key}", getattr(r.after_curriculum, key))):
+                if pair is not None and not (isinstance(pair, (tuple, list)) and len(pair) == 2
+                                             and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                     and math.isfinite(x) and x > 0 for x in pair)
+                                             and pair[0] <= pair[1]):
+                    raise ValueError(f"env.randomization.{name} must be [low, high] with 0 < low <= high ({what}), "
+                                     f"got {pair!r}")
         self._ranges_ramp = checked_ramp("env.randomization.ranges_ramp", r.ranges_ramp,
                                          "policy steps after the curriculum's end")
         step = r.adversarial_step
@@ -297,6 +298,12 @@ class VelocityEnv(LocomotionEnv):
             # log-uniform; at (1, 1) nothing is drawn, so the generator's stream is as without the option
             fresh["contact_kappa_scale"] = (torch.exp(self.uniform(math.log(lo), math.log(hi), N))
                                             if (lo, hi) != (1.0, 1.0) else self._nominal_draws()["contact_kappa_scale"])
+            fresh["soft_ground_stiffness"] = self._nominal_draws()["soft_ground_stiffness"]
+            if r.soft_ground_fraction > 0:  # as the other fractions: nothing drawn at 0
+                lo, hi = r.soft_ground_stiffness
+                soft = torch.rand(N, generator=self.generator, device=self.device) < r.soft_ground_fraction
+                k = torch.exp(self.uniform(math.log(lo), math.log(hi), N))
+                fresh["soft_ground_stiffness"] = torch.where(soft, k, torch.zeros_like(k))
         self._draws = {k: torch.where(mask.view((N,) + (1,) * (v.dim() - 1)), v, self._draws[k])
                        for k, v in fresh.items()}
         self.base_mass_scale = self._draws["base_mass_scale"]
@@ -323,7 +330,8 @@ class VelocityEnv(LocomotionEnv):
         N, kw = self.num_envs, dict(dtype=self.dtype, device=self.device)
         return {"base_mass_scale": torch.ones(N, **kw), "base_com": torch.zeros(N, 3, **kw),
                 "friction": self.nominal["friction"].clone(), "stiffness_scale": torch.ones(N, 1, **kw),
-                "damping_scale": torch.ones(N, 1, **kw), "contact_kappa_scale": torch.ones(N, **kw)}
+                "damping_scale": torch.ones(N, 1, **kw), "contact_kappa_scale": torch.ones(N, **kw),
+                "soft_ground_stiffness": torch.zeros(N, **kw)}
 
     def _params_of(self, draws: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """The simulator's parameter tensors (:data:`~..locomotion_env.RANDOMISED`) of the randomised quantities
@@ -339,7 +347,8 @@ class VelocityEnv(LocomotionEnv):
         return {"friction": draws["friction"], "body_mass": mass, "body_com": com, "body_inertia": inertia,
                 "joint_stiffness": nom["joint_stiffness"] * draws["stiffness_scale"],
                 "joint_damping": nom["joint_damping"] * draws["damping_scale"],
-                "contact_kappa_scale": draws["contact_kappa_scale"].detach()}
+                "contact_kappa_scale": draws["contact_kappa_scale"].detach(),
+                "contact_soft_stiffness": draws["soft_ground_stiffness"].detach()}
 
     def _draw_bounds(self) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
         """Lower and upper bounds of each randomised quantity under the ranges in force (broadcastable to the
@@ -380,9 +389,9 @@ class VelocityEnv(LocomotionEnv):
         self._reset_since_detach = torch.zeros_like(self._reset_since_detach)
         learning = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
         if bool(self.adversarial.any()) and learning:
-            # leaves for the quantities the adversary moves (the ground's softness takes no gradient)
+            # leaves for the quantities the adversary moves (the ground's kind takes no gradient)
             self._leaves = {k: v.detach().clone().requires_grad_(True) for k, v in self._draws.items()
-                            if k != "contact_kappa_scale"}
+                            if k not in ("contact_kappa_scale", "soft_ground_stiffness")}
             self.params = self._params_of({**self._draws, **self._leaves})
         elif grads is not None:
             self.params = self._params_of(self._draws)
@@ -444,8 +453,9 @@ class VelocityEnv(LocomotionEnv):
         self.foot_height = state["foot_height"].clone().to(self.dtype)
         if "draws" in state:
             self._draws = {k: v.clone().to(self.dtype) for k, v in state["draws"].items()}
-            # states saved before the ground's softness was randomised: every env at the nominal kappa
-            self._draws.setdefault("contact_kappa_scale", self._nominal_draws()["contact_kappa_scale"])
+            # states saved before the ground was randomised: every env at the nominal kappa, none on a soft ground
+            for key in ("contact_kappa_scale", "soft_ground_stiffness"):
+                self._draws.setdefault(key, self._nominal_draws()[key])
             self.adversarial = state["adversarial"].clone()
         else:  # states saved before the adversary: the draws read back from the parameters
             nom = self.nominal
@@ -454,7 +464,8 @@ class VelocityEnv(LocomotionEnv):
                            "friction": self.params["friction"].clone(),
                            "stiffness_scale": self.params["joint_stiffness"][:, :1] / nom["joint_stiffness"][:, :1],
                            "damping_scale": self.params["joint_damping"][:, :1] / nom["joint_damping"][:, :1],
-                           "contact_kappa_scale": self._nominal_draws()["contact_kappa_scale"]}
+                           "contact_kappa_scale": self._nominal_draws()["contact_kappa_scale"],
+                           "soft_ground_stiffness": self._nominal_draws()["soft_ground_stiffness"]}
             self.adversarial = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         self._leaves = None
         grads = state.get("adversary_grads")

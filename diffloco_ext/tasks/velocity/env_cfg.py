@@ -243,6 +243,8 @@ class RandomizationRangesCfg:
     stiffness_scale: tuple[float, float] | None = None
     damping_scale: tuple[float, float] | None = None
     contact_kappa_scale: tuple[float, float] | None = None
+    soft_ground_fraction: float | None = None
+    soft_ground_stiffness: tuple[float, float] | None = None
     edge_fraction: float | None = None
     adversarial_fraction: float | None = None
     observation_delay_fraction: float | None = None
@@ -266,6 +268,15 @@ class RandomizationCfg:
     no gradient flows to it, so the adversary does not move it. ``(1, 1)``: off, no random numbers drawn (a seed's
     runs are unchanged by the option). A training choice against a policy that holds its gait on one ground only
     (docs/tasks.md, session 34)."""
+    soft_ground_fraction: float = 0.0
+    """Fraction of the envs (drawn at each reset) that stand on a soft ground: soft contact's penalty spring-damper
+    (``sim.contact.soft_damping``, ``soft_friction_damping``) with a spring stiffness drawn from
+    ``soft_ground_stiffness``, whatever ``sim.contact.mode`` (the other envs keep it). MuJoCo's soft contacts are
+    such a spring; a policy trained on one ground only may lose its gait on them (docs/tasks.md, session 34). Soft
+    contact's gradients are those of a stiff spring: a batch on soft ground alone did not train (session 34). 0: off
+    (no random numbers drawn)."""
+    soft_ground_stiffness: tuple[float, float] = (2.0e4, 2.0e4)
+    """Spring stiffness k_p of the soft grounds (N/m per foot), log-uniform."""
     edge_fraction: float = 0.0
     """Fraction of the draws of each range above (friction, base mass, centre of mass, each PD-gain scale) that
     take one of the range's two endpoints, either with equal odds, instead of a uniform value: the validation checks
