@@ -191,7 +191,8 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
     @wp.func
     def _env_terms(settings: T.Settings, stiffness: dtype):
         """Env terms: (weight mode, gap rate, gap offset, max push, normal and tangential compliance): the
-        settings' own, or soft contact's with spring ``stiffness`` (N/m) for an env on a soft ground (> 0)."""
+        settings' own, or soft contact's with spring ``stiffness`` (N/m) for an env on a soft ground (> 0): the
+        terms of ``ContactParams.solver_terms`` in soft mode (the tests check the two solves agree)."""
         if stiffness > zero:
             dt = one / settings.inv_dt
             denom = stiffness * dt + settings.soft_damping

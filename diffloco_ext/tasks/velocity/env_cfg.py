@@ -264,8 +264,9 @@ class RandomizationCfg:
     damping_scale: tuple[float, float] = (0.85, 1.15)
     contact_kappa_scale: tuple[float, float] = (1.0, 1.0)
     """Log-uniform factor on the smoothed contact's sharpness ``sim.contact.kappa`` per env (1): a softer ground
-    (< 1: the feet sink deeper before the contact holds them, as on MuJoCo's soft contacts) or a sharper one (> 1). Acts in smoothed contact only (hard and soft contact ignore it);
-    no gradient flows to it, so the adversary does not move it. ``(1, 1)``: off, no random numbers drawn (a seed's
+    (< 1: the feet sink deeper before the contact holds them, as on MuJoCo's soft contacts) or a sharper one (> 1).
+    Acts in smoothed contact only (hard and soft contact ignore it); no gradient flows to it, so the adversary does
+    not move it. ``(1, 1)``: off, no random numbers drawn (a seed's
     runs are unchanged by the option). A training choice against a policy that holds its gait on one ground only
     (docs/tasks.md, session 34)."""
     soft_ground_fraction: float = 0.0
