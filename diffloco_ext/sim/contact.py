@@ -65,6 +65,13 @@ class ContactParams:
             contact stays active instead of flickering on and off at ``g = 0`` (which lets feet creep).
         max_push_speed: Cap on the separating velocity the stabilisation asks for (m/s): a deep penetration
             after a fast impact is removed over several steps instead of bouncing the body off the ground.
+        surrogate_kappa: Hard mode only: the sharpness (1/m) of a surrogate gradient through the contact's weight,
+            >= 0. The forward solve stays hard contact's (weight = step(g)); the reverse sweep takes the weight's
+            derivative as that of ``sigma(g) = 1 / (1 + exp(surrogate_kappa g))`` (a straight-through estimator,
+            in the spirit of paper B's accurate forward and simplified backward), so a foot about to touch down
+            or lift off gets the smoothed contact's gradient while the trajectory is hard contact's. 0 (default):
+            the exact gradient of hard contact (none through the weight). Ignored in the other modes and on the
+            envs of a soft ground.
     """
 
     mode: str = "smoothed"
@@ -78,6 +85,7 @@ class ContactParams:
     relaxation: float = 1.0
     slop: float = 5.0e-4
     max_push_speed: float = 0.05
+    surrogate_kappa: float = 0.0
 
     def __setattr__(self, name: str, value) -> None:
         if name not in self.__dataclass_fields__:
@@ -104,7 +112,8 @@ class ContactParams:
         checks = (("kappa", lambda x: x > 0, "> 0"), ("col_height", lambda x: x >= 0, ">= 0"),
                   ("soft_stiffness", lambda x: x > 0, "> 0"), ("soft_damping", lambda x: x >= 0, ">= 0"),
                   ("soft_friction_damping", lambda x: x > 0, "> 0"), ("relaxation", lambda x: 0 < x < 2, "in (0, 2)"),
-                  ("slop", lambda x: x >= 0, ">= 0"), ("max_push_speed", lambda x: x > 0, "> 0"))
+                  ("slop", lambda x: x >= 0, ">= 0"), ("max_push_speed", lambda x: x > 0, "> 0"),
+                  ("surrogate_kappa", lambda x: x >= 0, ">= 0"))
         for name, ok, text in checks:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not ok(value):

@@ -82,7 +82,7 @@ def solver_settings_type(dtype) -> type:
     return warp_struct(f"SolverSettings{'64' if dtype == wp.float64 else '32'}", __name__, dict(
         mode=wp.int32, kappa=dtype, col_height=dtype, iterations=wp.int32, gap_rate=dtype, gap_offset=dtype,
         max_push_speed=dtype, compliance_n=dtype, compliance_t=dtype, relaxation=dtype, inv_dt=dtype,
-        keep_residual=wp.int32, soft_damping=dtype, soft_friction_damping=dtype))
+        keep_residual=wp.int32, soft_damping=dtype, soft_friction_damping=dtype, surrogate_kappa=dtype))
 
 
 _SETTINGS: dict[tuple, object] = {}
@@ -93,14 +93,15 @@ def solver_settings(params, dt: float, dtype, keep_residual: bool):
     ``dt`` as a Warp struct (built once per distinct setting): weight mode (0 sigmoid, 1 step), ``kappa`` (1/m),
     ``col_height`` (m), iterations, gap rate (1/s) and offset (m) of the stabilisation, its push cap (m/s), normal
     and tangential compliance (s/kg), relaxation, ``1 / dt`` (1/s), whether the residuals are kept (taped
-    steps), and soft contact's damping and friction damping (N s/m) for the envs on a soft ground
-    (``model.contact_soft_stiffness``)."""
+    steps), soft contact's damping and friction damping (N s/m) for the envs on a soft ground
+    (``model.contact_soft_stiffness``), and hard contact's surrogate sharpness (1/m; 0 in the other modes)."""
     mode, gap_rate, gap_offset, max_push, compliance_n, compliance_t = params.solver_terms(dt)
     values = dict(mode=mode, kappa=params.kappa, col_height=params.col_height, iterations=params.iterations,
                   gap_rate=gap_rate, gap_offset=gap_offset, max_push_speed=max_push, compliance_n=compliance_n,
                   compliance_t=compliance_t, relaxation=params.relaxation, inv_dt=1.0 / dt,
                   keep_residual=int(keep_residual), soft_damping=params.soft_damping,
-                  soft_friction_damping=params.soft_friction_damping)
+                  soft_friction_damping=params.soft_friction_damping,
+                  surrogate_kappa=params.surrogate_kappa if params.mode == "hard" else 0.0)
     key = (dtype, *values.values())
     settings = _SETTINGS.get(key)
     if settings is None:
@@ -458,6 +459,9 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
             _add_block(G_grad, e, i1, i1, -wp.outer(g_vec, x_init))
         # target_i = c_i + (push(g_i), 0, 0);  weight_i = sigma(g_i)
         kappa = settings.kappa * model.contact_kappa_scale[e]
+        surrogate = zero  # hard contact's surrogate sharpness (1/m), not on a soft ground
+        if model.contact_soft_stiffness[e] == zero:
+            surrogate = settings.surrogate_kappa
         for i0 in range(NC):
             a_t = adj_target[e, i0]
             for r in range(3):
@@ -473,6 +477,12 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
                 if arg > dtype(-100.0) and arg < dtype(50.0):
                     sigma = weight[e, i0]
                     adj_g += adj_weight[e, i0] * (-kappa * sigma * (one - sigma))
+            elif surrogate > zero and g0 <= settings.col_height:
+                # hard contact's surrogate: the weight step(g) differentiated as sigma(surrogate g)
+                arg = surrogate * g0
+                if arg > dtype(-100.0) and arg < dtype(50.0):
+                    sigma = one / (one + wp.exp(arg))
+                    adj_g += adj_weight[e, i0] * (-surrogate * sigma * (one - sigma))
             inputs_grad.geometry.gap[e, i0] = inputs_grad.geometry.gap[e, i0] + adj_g
         params_grad.friction[e] = params_grad.friction[e] + adj_mu
 

@@ -149,3 +149,54 @@ def test_an_env_on_a_soft_ground_solves_as_soft_contact(mode):
             ref = solve(ContactParams("soft", soft_stiffness=k[e]), G, c, gap, mu, weights)[3]["impulse"].numpy()
             np.testing.assert_allclose(mixed[e], ref[e], rtol=1e-12, atol=1e-14)
             assert np.abs(mixed[e] - own[e]).max() > 1e-4
+
+
+def _sigmoid_slope(kappa: float, gap: np.ndarray) -> np.ndarray:
+    """d sigma / d g of ``sigma(g) = 1 / (1 + exp(kappa g))`` (1/m)."""
+    s = 1.0 / (1.0 + np.exp(kappa * gap))
+    return -kappa * s * (1.0 - s)
+
+
+def test_hard_contacts_surrogate_is_hard_forward_with_a_sigmoids_weight_derivative():
+    """``surrogate_kappa`` k leaves hard contact's solve as it is and changes only the gap's gradient through the
+    weight: ``dL/dg = (dL/dw) sigma_k'(g)``. The reference for ``dL/dw``: a smoothed solve so sharp (kappa 1e4 at
+    gaps of +-2.5 mm, ``|kappa g| = 25``) that its weights are hard contact's to 1e-11, whose gap gradient is
+    ``(dL/dw) sigma'`` with its own slope; hard contact without stabilisation, so that the gap enters only there.
+    Soft contact and the envs of a soft ground ignore the setting."""
+    rng = np.random.default_rng(11)
+    G, c, _, mu = problem(rng)
+    gap = rng.choice([-2.5e-3, 2.5e-3], size=(N, F))
+    gap[:, 0] = 2.5e-3  # some feet above the ground whose impulse would push (approaching)
+    weights = rng.normal(size=(N, C, 1))
+
+    def gradients(params, soft_stiffness=None):
+        tape = wp.Tape()
+        _, arrays, model, out = solve(params, G, c, gap, mu, weights, tape, soft_stiffness=soft_stiffness)
+        impulse = out["impulse"].numpy().copy()
+        tape.backward(grads={out["impulse"]: wp.array(weights, dtype=wp.float64)})
+        return impulse, {name: a.grad.numpy().copy() for name, a in arrays.items()} | {
+            "mu": model.friction.grad.numpy().copy()}
+
+    sharp, sharp_grad = gradients(ContactParams("smoothed", kappa=1e4))
+    exact, exact_grad = gradients(ContactParams("hard", stabilization=0.0))
+    surrogate, surrogate_grad = gradients(ContactParams("hard", stabilization=0.0, surrogate_kappa=300.0))
+    np.testing.assert_array_equal(surrogate, exact)  # the forward is hard contact's
+    np.testing.assert_allclose(sharp, exact, rtol=1e-8, atol=1e-10)
+    assert np.abs(exact_grad["gap"]).max() == 0.0  # no stabilisation: hard contact's gap has no gradient
+    dL_dw = sharp_grad["gap"] / _sigmoid_slope(1e4, gap)
+    assert np.abs(dL_dw).max() > 1e-3  # the weights matter to the loss
+    np.testing.assert_allclose(surrogate_grad["gap"], dL_dw * _sigmoid_slope(300.0, gap), rtol=1e-6, atol=1e-12)
+    for name in ("G", "c", "mu"):  # the rest of the reverse sweep is hard contact's
+        np.testing.assert_array_equal(surrogate_grad[name], exact_grad[name])
+    # with the stabilisation (the default): the exact gradient plus the weight's term
+    exact_s = gradients(ContactParams("hard"))[1]["gap"]
+    surrogate_s = gradients(ContactParams("hard", surrogate_kappa=300.0))[1]["gap"]
+    assert np.abs(surrogate_s - exact_s).max() > 1e-3
+    # ignored by soft contact and by the envs of a soft ground
+    soft = gradients(ContactParams("soft"))[1]["gap"]
+    np.testing.assert_array_equal(gradients(ContactParams("soft", surrogate_kappa=300.0))[1]["gap"], soft)
+    k = np.array([0.0, 1e4, 0.0, 3e4, 0.0, 8e4])
+    mixed = gradients(ContactParams("hard", stabilization=0.0, surrogate_kappa=300.0), soft_stiffness=k)[1]["gap"]
+    mixed_exact = gradients(ContactParams("hard", stabilization=0.0), soft_stiffness=k)[1]["gap"]
+    np.testing.assert_array_equal(mixed[k > 0], mixed_exact[k > 0])
+    np.testing.assert_allclose(mixed[k == 0], surrogate_grad["gap"][k == 0], rtol=1e-12, atol=1e-15)
