@@ -72,6 +72,9 @@ class ContactParams:
             or lift off gets the smoothed contact's gradient while the trajectory is hard contact's. 0 (default):
             the exact gradient of hard contact (none through the weight). Ignored in the other modes and on the
             envs of a soft ground.
+        smooth_soft_grounds: Smoothed mode only: the envs on a soft ground (``model.contact_soft_stiffness`` > 0)
+            keep the smoothed weight ``sigma(g)`` on their spring (True), so that the spring's gradient sees a foot
+            before it touches down, instead of soft contact's step (False, default: exactly soft contact there).
     """
 
     mode: str = "smoothed"
@@ -86,6 +89,7 @@ class ContactParams:
     slop: float = 5.0e-4
     max_push_speed: float = 0.05
     surrogate_kappa: float = 0.0
+    smooth_soft_grounds: bool = False
 
     def __setattr__(self, name: str, value) -> None:
         if name not in self.__dataclass_fields__:
@@ -118,6 +122,8 @@ class ContactParams:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not ok(value):
                 raise ValueError(f"contact setting {name} must be a finite number {text}, got {value!r}")
+        if not isinstance(self.smooth_soft_grounds, bool):
+            raise ValueError(f"smooth_soft_grounds must be true or false, got {self.smooth_soft_grounds!r}")
         s = self.stabilization
         if s is not None and (isinstance(s, bool) or not isinstance(s, (int, float)) or not 0.0 <= s < 1.0):
             raise ValueError(f"stabilization must be None or in [0, 1), got {s!r}")

@@ -82,7 +82,8 @@ def solver_settings_type(dtype) -> type:
     return warp_struct(f"SolverSettings{'64' if dtype == wp.float64 else '32'}", __name__, dict(
         mode=wp.int32, kappa=dtype, col_height=dtype, iterations=wp.int32, gap_rate=dtype, gap_offset=dtype,
         max_push_speed=dtype, compliance_n=dtype, compliance_t=dtype, relaxation=dtype, inv_dt=dtype,
-        keep_residual=wp.int32, soft_damping=dtype, soft_friction_damping=dtype, surrogate_kappa=dtype))
+        keep_residual=wp.int32, soft_damping=dtype, soft_friction_damping=dtype, surrogate_kappa=dtype,
+        smooth_soft_grounds=wp.int32))
 
 
 _SETTINGS: dict[tuple, object] = {}
@@ -94,14 +95,16 @@ def solver_settings(params, dt: float, dtype, keep_residual: bool):
     ``col_height`` (m), iterations, gap rate (1/s) and offset (m) of the stabilisation, its push cap (m/s), normal
     and tangential compliance (s/kg), relaxation, ``1 / dt`` (1/s), whether the residuals are kept (taped
     steps), soft contact's damping and friction damping (N s/m) for the envs on a soft ground
-    (``model.contact_soft_stiffness``), and hard contact's surrogate sharpness (1/m; 0 in the other modes)."""
+    (``model.contact_soft_stiffness``), hard contact's surrogate sharpness (1/m; 0 in the other modes), and whether
+    the soft grounds keep the smoothed weight (smoothed mode only)."""
     mode, gap_rate, gap_offset, max_push, compliance_n, compliance_t = params.solver_terms(dt)
     values = dict(mode=mode, kappa=params.kappa, col_height=params.col_height, iterations=params.iterations,
                   gap_rate=gap_rate, gap_offset=gap_offset, max_push_speed=max_push, compliance_n=compliance_n,
                   compliance_t=compliance_t, relaxation=params.relaxation, inv_dt=1.0 / dt,
                   keep_residual=int(keep_residual), soft_damping=params.soft_damping,
                   soft_friction_damping=params.soft_friction_damping,
-                  surrogate_kappa=params.surrogate_kappa if params.mode == "hard" else 0.0)
+                  surrogate_kappa=params.surrogate_kappa if params.mode == "hard" else 0.0,
+                  smooth_soft_grounds=int(params.smooth_soft_grounds and params.mode == "smoothed"))
     key = (dtype, *values.values())
     settings = _SETTINGS.get(key)
     if settings is None:
@@ -193,11 +196,15 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
     def _env_terms(settings: T.Settings, stiffness: dtype):
         """Env terms: (weight mode, gap rate, gap offset, max push, normal and tangential compliance): the
         settings' own, or soft contact's with spring ``stiffness`` (N/m) for an env on a soft ground (> 0): the
-        terms of ``ContactParams.solver_terms`` in soft mode (the tests check the two solves agree)."""
+        terms of ``ContactParams.solver_terms`` in soft mode (the tests check the two solves agree), with the
+        smoothed mode's weight instead of the step if ``smooth_soft_grounds``."""
         if stiffness > zero:
             dt = one / settings.inv_dt
             denom = stiffness * dt + settings.soft_damping
-            return (1, stiffness / denom, zero, dtype(1.0e30), one / (dt * denom),
+            mode = 1  # soft contact's step weight, or the smoothed mode's sigmoid (``smooth_soft_grounds``)
+            if settings.smooth_soft_grounds != 0:
+                mode = settings.mode
+            return (mode, stiffness / denom, zero, dtype(1.0e30), one / (dt * denom),
                     one / (dt * settings.soft_friction_damping))
         return (settings.mode, settings.gap_rate, settings.gap_offset, settings.max_push_speed,
                 settings.compliance_n, settings.compliance_t)

@@ -82,7 +82,7 @@ def central_differences(x: np.ndarray, idx: np.ndarray, loss, eps: float = 1e-7)
 
 @pytest.mark.parametrize("iterations", [10, 2])  # 2: far from converged, so the step sizes matter too
 @pytest.mark.parametrize("mode", ["smoothed", "hard", "soft", "smoothed-per-env-kappa", "smoothed-soft-grounds",
-                                  "hard-soft-grounds"])
+                                  "hard-soft-grounds", "smoothed-smooth-soft-grounds"])
 def test_reverse_sweep_matches_finite_differences(mode, iterations):
     rng = np.random.default_rng(3)
     G, c, gap, mu = problem(rng)
@@ -90,8 +90,9 @@ def test_reverse_sweep_matches_finite_differences(mode, iterations):
     kappa_scale = np.exp(rng.uniform(np.log(0.4), np.log(2.5), size=N)) if mode.endswith("kappa") else None
     # half the envs on soft grounds of their own stiffness, the others in the mode's contact
     soft_stiffness = (np.array([0.0, 1e4, 0.0, 3e4, 0.0, 8e4]) if mode.endswith("grounds") else None)
+    smooth_soft = "smooth-soft" in mode  # the soft grounds keep the sigmoid's weight
     mode = mode.split("-")[0]
-    params = ContactParams(mode=mode, kappa=300.0, iterations=iterations)
+    params = ContactParams(mode=mode, kappa=300.0, iterations=iterations, smooth_soft_grounds=smooth_soft)
     weights = rng.normal(size=(N, C, 1))
     tape = wp.Tape()
     _, arrays, model, out = solve(params, G, c, gap, mu, weights, tape, kappa_scale, soft_stiffness)
@@ -200,3 +201,30 @@ def test_hard_contacts_surrogate_is_hard_forward_with_a_sigmoids_weight_derivati
     mixed_exact = gradients(ContactParams("hard", stabilization=0.0), soft_stiffness=k)[1]["gap"]
     np.testing.assert_array_equal(mixed[k > 0], mixed_exact[k > 0])
     np.testing.assert_allclose(mixed[k == 0], surrogate_grad["gap"][k == 0], rtol=1e-12, atol=1e-15)
+
+
+def test_smooth_soft_grounds_keep_the_sigmoids_weight_on_the_spring():
+    """``smooth_soft_grounds``: an env on a soft ground solves soft contact's spring with the smoothed weight
+    ``sigma(kappa g)`` instead of the step. With kappa so sharp (1e4 at gaps of +-2.5 mm) that the sigmoid is the
+    step to 1e-11, that is soft contact's solve; at kappa 300 it is not (the feet near the ground push less, the
+    approaching ones above it push); the envs off a soft ground are the smoothed mode's, and hard mode ignores it."""
+    rng = np.random.default_rng(13)
+    G, c, _, mu = problem(rng)
+    gap = rng.choice([-2.5e-3, 2.5e-3], size=(N, F))
+    weights = np.ones((N, C, 1))
+    k = np.array([0.0, 1e4, 0.0, 3e4, 0.0, 8e4])
+    soft = k > 0
+
+    def impulses(params, stiffness=k):
+        return solve(params, G, c, gap, mu, weights, soft_stiffness=stiffness)[3]["impulse"].numpy().copy()
+
+    sharp = impulses(ContactParams("smoothed", kappa=1e4, smooth_soft_grounds=True))
+    for e in np.flatnonzero(soft):
+        ref = impulses(ContactParams("soft", soft_stiffness=k[e]), None)
+        np.testing.assert_allclose(sharp[e], ref[e], rtol=1e-8, atol=1e-10)
+    smooth = impulses(ContactParams("smoothed", smooth_soft_grounds=True))
+    step = impulses(ContactParams("smoothed"))
+    assert np.abs(smooth[soft] - step[soft]).max() > 1e-3
+    np.testing.assert_array_equal(smooth[~soft], step[~soft])
+    np.testing.assert_array_equal(impulses(ContactParams("hard", smooth_soft_grounds=True)),
+                                  impulses(ContactParams("hard")))
