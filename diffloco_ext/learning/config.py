@@ -131,6 +131,11 @@ class SHACAlgorithmCfg:
     least this once the env's curriculum is complete: the rollouts then visit perturbed states around the walking
     policy's, as a stochastic learner's do, where the learnt std (~0.02, docs/tasks.md) keeps them on its own
     trajectories. The exported (deterministic) policy is not affected."""
+    action_std_at_curriculum_end: float | None = None
+    """If set, the actor's exploration noise (as above) is set to this once, at the first iteration with the env's
+    curriculum complete, and learnt on from there (SHAC's first-order gradient lowers it: 0.25 -> 0.16 over 700
+    iterations on the velocity task, docs/tasks.md, session 35). Checkpoints carry the iteration it was set at, so
+    a resumed run does not set it again."""
     symmetry_cfg: dict | None = None
     """rsl_rl's symmetry extension (``rsl_rl.extensions.Symmetry``; Isaac Lab's ``RslRlSymmetryCfg`` fields):
     ``{"use_mirror_loss": True, "mirror_loss_coeff": c, "data_augmentation_func": "module:function"}`` adds

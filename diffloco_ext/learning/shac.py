@@ -105,6 +105,7 @@ class SHAC:
         lipschitz_samples: int = 1024,
         lipschitz_after_curriculum: bool = False,
         action_std_after_curriculum: float | None = None,
+        action_std_at_curriculum_end: float | None = None,
         symmetry_cfg: dict | None = None,
         max_iterations: int = 1,
         device: str = "cpu",
@@ -136,6 +137,13 @@ class SHAC:
                              f"{action_std_after_curriculum}.")
         if action_std_after_curriculum is not None and not hasattr(getattr(actor, "distribution", None), "std_range"):
             raise ValueError("action_std_after_curriculum needs an actor with a Gaussian distribution (std_range)")
+        if action_std_at_curriculum_end is not None and not (math.isfinite(action_std_at_curriculum_end)
+                                                             and action_std_at_curriculum_end > 0.0):
+            raise ValueError(f"action_std_at_curriculum_end must be a finite number > 0, got "
+                             f"{action_std_at_curriculum_end}.")
+        if action_std_at_curriculum_end is not None and getattr(getattr(actor, "distribution", None), "std_type",
+                                                                None) not in ("scalar", "log"):
+            raise ValueError("action_std_at_curriculum_end needs an actor with a Gaussian distribution (std_type)")
         if not 0.0 <= target_critic_alpha < 1.0:
             raise ValueError(f"target_critic_alpha must be in [0, 1), got {target_critic_alpha}.")
         self.symmetry = self._make_symmetry(symmetry_cfg)
@@ -164,6 +172,10 @@ class SHAC:
         self.lipschitz_samples = int(lipschitz_samples)
         self.lipschitz_after_curriculum = bool(lipschitz_after_curriculum)
         self.action_std_after_curriculum = action_std_after_curriculum
+        self.action_std_at_curriculum_end = action_std_at_curriculum_end
+        #: The iteration at which ``action_std_at_curriculum_end`` set the std (None: not yet); checkpoints carry it,
+        #: so a resumed run does not set it again.
+        self.action_std_set_iteration: int | None = None
         #: Whether the env's curriculum was complete at the last ``set_learning_rates`` (1 without a curriculum).
         self.curriculum_complete = True
         #: The first iteration at which the env's curriculum was complete (``value_gradient_ramp_from="curriculum_end"``).
@@ -212,6 +224,16 @@ class SHAC:
             dist = self.actor.distribution
             dist.std_range[0] = max(float(self.action_std_after_curriculum), dist.std_range[0])
             dist.log_std_range[0] = math.log(dist.std_range[0])
+        if self.action_std_at_curriculum_end is not None and self.curriculum_complete \
+                and self.action_std_set_iteration is None:
+            # once: the std set to the value, learnt on from there (the optimiser's moments of the std kept)
+            dist = self.actor.distribution
+            with torch.no_grad():
+                if dist.std_type == "log":
+                    dist.log_std_param.fill_(math.log(self.action_std_at_curriculum_end))
+                else:
+                    dist.std_param.fill_(self.action_std_at_curriculum_end)
+            self.action_std_set_iteration = int(iteration)
         if self.value_gradient_ramp_from == "curriculum_end" and self.curriculum_end_iteration is None \
                 and curriculum_progress >= 1.0:
             self.curriculum_end_iteration = int(iteration)
@@ -508,6 +530,7 @@ class SHAC:
             "critic_optimizer_state_dict": self.critic_optimizer.state_dict(),
             "skipped_updates": {"actor": self.skipped_actor_updates, "critic": self.skipped_critic_updates},
             "curriculum_end_iteration": self.curriculum_end_iteration,
+            "action_std_set_iteration": self.action_std_set_iteration,
         }
 
     def load(self, loaded_dict: dict, load_cfg: dict | None, strict: bool) -> bool:
@@ -529,6 +552,8 @@ class SHAC:
             self.skipped_critic_updates = int(skipped.get("critic", 0))
         if load_cfg.get("iteration") and loaded_dict.get("curriculum_end_iteration") is not None:
             self.curriculum_end_iteration = int(loaded_dict["curriculum_end_iteration"])
+        if load_cfg.get("iteration") and loaded_dict.get("action_std_set_iteration") is not None:
+            self.action_std_set_iteration = int(loaded_dict["action_std_set_iteration"])
         return bool(load_cfg.get("iteration", False))
 
     def broadcast_parameters(self) -> None:
