@@ -17,8 +17,9 @@ name                    factory                                                 
 ======================= ==================================================================== =========
 
 Aliases: ``isaaclab`` = both Isaac Lab engines, ``all`` = every validator (all but ``smoothed`` and
-``mujoco-soft``; those that cannot be imported here are skipped with the reason). Any ``"package.module:factory"`` string is a user backend with the same factory
-signature: ``factory(robot, num_envs, *, policy_dt, sim_dt, friction, **options) -> Backend``.
+``mujoco-soft``; those that cannot be imported here are skipped with the reason). Any
+``"package.module:factory"`` string is a user backend with the same factory signature:
+``factory(robot, num_envs, *, policy_dt, sim_dt, friction, **options) -> Backend``.
 """
 
 from __future__ import annotations
