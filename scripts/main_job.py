@@ -3,7 +3,11 @@
 1. Train ``DiffLoco-Velocity-Flat-AnymalD`` with SHAC from scratch (smoothed contact), seeded, on a fixed schedule of
    ``--iterations`` (1000, about 15 min on a 2-core CPU), stopping earlier at a checkpoint if the wall-clock budget
    ``--train_minutes`` runs out (a slower machine); so one seed gives the same run on any machine. Logs and checkpoints
-   in ``logs/shac/anymal_d_flat/<timestamp>_main_job/``.
+   in ``logs/shac/anymal_d_flat/<timestamp>_main_job/``. By default one run on two data-parallel ranks of 128 envs
+   (one per core); with ``--runs N`` (a machine with N x ``--ranks`` cores) N runs of seeds ``--seed``,
+   ``--seed + 1``, ... train side by side (folders ``<timestamp>_main_job_s<seed>``) and step 2 ships the one whose
+   policy falls least. Not on two cores: one rank of 128 envs a run is half the batch, and of two such runs one
+   stopped walking and the other tracked at 0.3-0.5 m/s by iteration 600 (docs/tasks.md, session 36).
 2. Choose the policy to ship. By default (``--ship average``) the actor averaged over the run's checkpoints from
    ``--select_from`` (a fraction of the schedule's ``--iterations``; of the iterations run if none is that late) on
    (``diffloco_ext.learning.weight_averaging``: stochastic weight averaging, each first layer rewritten for the last
@@ -16,7 +20,10 @@
    0, is independent) and ships unless it chatters or does not track (``MAX_ACTION_RATE``, ``MAX_LIN_VEL_ERROR``);
    else, as with ``--ship best``, each checkpoint is measured so and the one with the fewest falls ships (then the
    lowest planar error), checkpoints that chatter or do not track ranking last
-   (``diffloco_ext.validation.checkpoint_selection``; ``--select_from 1`` ships the last checkpoint).
+   (``diffloco_ext.validation.checkpoint_selection``; ``--select_from 1`` ships the last checkpoint). Of several
+   runs, each run's choice is also measured on ``--select_soft_episodes`` uniform-command episodes of seed 1 in
+   MuJoCo with a ground twice as soft as its default (``mujoco-soft``), where the main job's seeds differ most, and
+   the one with the fewest falls over its selection episodes ships (:func:`select`).
    Export the policy as deployed: ``exported/policy.pt`` (TorchScript) and ``exported/policy.onnx`` (observation
    normaliser inside, ``[B, 48] -> [B, 12]``), checked against the torch policy.
 3. Validate the exported TorchScript policy before hardware (``diffloco_ext.validation``, as
@@ -29,8 +36,8 @@
    validators, gait (joint trajectories, foot heights against the reference, contact pattern); a video.
 
     .venv/bin/python scripts/main_job.py [--iterations 1000] [--train_minutes 16.5] [--seed 42] [--select_from 0.8]
-        [--ship average|best]
-        [--from_run DIR]  # the steps after the training, on the checkpoints of a run it trained
+        [--ship average|best] [--runs 1] [--ranks 2]
+        [--from_run DIR [DIR ...]]  # the steps after the training, on the checkpoints of the run(s) it trained
 
 Prints where everything is, the validation's verdict with its failing gates, and where the report is.
 """
@@ -38,11 +45,14 @@ Prints where everything is, the validation's verdict with its failing gates, and
 from __future__ import annotations
 
 import argparse
+import datetime
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
+import threading
 import time
 
 import matplotlib
@@ -200,29 +210,77 @@ SCRIPTS = os.path.dirname(os.path.abspath(__file__))
 #: so the ranking is far less noise (docs/tasks.md, session 11).
 SELECTION_CONFIG = os.path.join(os.path.dirname(SCRIPTS), "config", "validation", "anymal_d_fast_commands.yaml")
 SELECTION_SCENARIO = "fast_commands"
+#: Of several runs, each one's policy is also measured on uniform commands on a softer ground: MuJoCo with twice its
+#: default contact time constant, where the main job's seeds differ most (sessions 34-36: 5-128 falls of 1000 over
+#: four seeds, against 1-11 at MuJoCo's default).
+SOFT_SELECTION_CONFIG = os.path.join(os.path.dirname(SCRIPTS), "config", "validation", "anymal_d_random100.yaml")
+SOFT_SELECTION_BACKEND = "mujoco-soft"
+SELECTION_KEYS = ("falls", "episodes", "lin_vel_error", "ang_vel_error", "action_rate")
 VALIDATORS = {"hard": "diffloco hard contact", "mujoco": "MuJoCo"}  # backend -> the summary's validator name
 
 
-def train(args) -> tuple[object, object, str, float]:
-    """Train with scripts/train.py (in this process for one rank, through torchrun for more), then load the last
-    checkpoint into a runner of this process. Returns ``(runner, env, log_dir, seconds)``."""
-    argv = ["--task", TASK, "--algo", "shac", "--num_envs", str(args.num_envs), "--seed", str(args.seed),
-            "--max_minutes", str(args.train_minutes), "--run_name", "main_job", "--log_root", args.log_root,
+def run_seeds(args) -> list[int]:
+    """The seeds of the job's training runs: ``--seed``, ``--seed + 1``, ... (``--runs`` of them)."""
+    return [args.seed + i for i in range(args.runs)]
+
+
+def run_name(args, seed: int) -> str:
+    """A run's folder suffix: ``main_job`` for a single run, ``main_job_s<seed>`` for one of several."""
+    return "main_job" if args.runs == 1 else f"main_job_s{seed}"
+
+
+def _train_argv(args, seed: int) -> list[str]:
+    return ["--task", TASK, "--algo", "shac", "--num_envs", str(args.num_envs), "--seed", str(seed),
+            "--max_minutes", str(args.train_minutes), "--run_name", run_name(args, seed), "--log_root", args.log_root,
             *([] if args.iterations is None else ["--max_iterations", str(args.iterations)]),
             *TRAINING_OVERRIDES, *args.overrides]
-    print(f"[main_job] 1/4 training SHAC on {TASK}: {args.ranks} rank(s) x {args.num_envs} envs, "
-          f"{args.train_minutes:.1f} min budget", flush=True)
+
+
+def _echo(stream, prefix: str) -> None:
+    for line in iter(stream.readline, ""):
+        print(f"{prefix}{line}", end="", flush=True)
+
+
+def train(args) -> tuple[list[str], float]:
+    """Train ``--runs`` SHAC runs of seeds :func:`run_seeds` side by side with scripts/train.py (each on ``--ranks``
+    data-parallel processes, through torchrun for more than one; a single run of one rank in this process), each
+    with the same wall-clock guard. Returns ``(log_dirs, seconds)``: the folders of the runs that finished (a run
+    that failed is reported and left out; none finishing is an error)."""
+    seeds = run_seeds(args)
+    print(f"[main_job] 1/4 training SHAC on {TASK}: {len(seeds)} run(s) (seeds {', '.join(map(str, seeds))}) x "
+          f"{args.ranks} rank(s) x {args.num_envs} envs, {args.train_minutes:.1f} min budget", flush=True)
     start = time.time()
-    if args.ranks > 1:
-        torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
-        subprocess.run([torchrun, f"--nproc_per_node={args.ranks}", "--master_port", str(29500 + os.getpid() % 400),
-                        os.path.join(SCRIPTS, "train.py"), *argv], check=True)
-        log_dir = latest_run(args.log_root)
-    else:
-        log_dir = _script("train").main(argv)
-    seconds = time.time() - start
-    runner, env = load_run(args, log_dir)
-    return runner, env, log_dir, seconds
+    if len(seeds) == 1 and args.ranks == 1:
+        return [_script("train").main(_train_argv(args, seeds[0]))], time.time() - start
+    before = set(_main_job_runs(args.log_root))
+    procs = []
+    for i, seed in enumerate(seeds):
+        script = os.path.join(SCRIPTS, "train.py")
+        if args.ranks > 1:
+            torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
+            command = [torchrun, f"--nproc_per_node={args.ranks}", "--master_port",
+                       str(29500 + (os.getpid() + 17 * i) % 400), script]
+        else:
+            command = [sys.executable, "-u", script]
+        proc = subprocess.Popen([*command, *_train_argv(args, seed)], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, bufsize=1)
+        echo = threading.Thread(target=_echo, args=(proc.stdout, "" if len(seeds) == 1 else f"[seed {seed}] "),
+                                daemon=True)
+        echo.start()
+        procs.append((seed, proc, echo))
+    log_dirs = []
+    for seed, proc, echo in procs:
+        code = proc.wait()
+        echo.join()
+        made = [d for d in _main_job_runs(args.log_root) if d not in before and d.endswith("_" + run_name(args, seed))]
+        if code != 0 or not made:
+            print(f"[main_job]   WARNING: the run of seed {seed} failed (exit code {code}); going on without it",
+                  flush=True)
+            continue
+        log_dirs.append(made[-1])
+    if not log_dirs:
+        raise RuntimeError("every training run failed: see the lines above")
+    return log_dirs, time.time() - start
 
 
 def load_run(args, log_dir: str) -> tuple[object, object]:
@@ -239,10 +297,31 @@ def load_run(args, log_dir: str) -> tuple[object, object]:
     return runner, env
 
 
-def latest_run(log_root: str) -> str:
+_OVERRIDE = re.compile(r"(env|agent)\.[A-Za-z_][\w.]*=")
+_RUN_FOLDER = re.compile(r".*_main_job(_s-?\d+)?")
+
+
+def _main_job_runs(log_root: str) -> list[str]:
+    """The main job's run folders under ``log_root``, oldest first (their names start with the timestamp)."""
     root = os.path.join(log_root, "shac", "anymal_d_flat")
-    runs = sorted(d for d in os.listdir(root) if d.endswith("_main_job"))
-    return os.path.abspath(os.path.join(root, runs[-1]))
+    if not os.path.isdir(root):
+        return []
+    return [os.path.abspath(os.path.join(root, d)) for d in sorted(os.listdir(root)) if _RUN_FOLDER.fullmatch(d)]
+
+
+def latest_run(log_root: str) -> str:
+    """The latest run folder of the main job under ``log_root``; of a job's several runs (started within a minute of
+    each other), the shipped one, which holds ``main_job_summary.json``, once there is one."""
+    runs = _main_job_runs(log_root)
+    if not runs:
+        raise FileNotFoundError(f"no main job run under {log_root}")
+
+    def started(d):
+        return datetime.datetime.strptime(os.path.basename(d)[:19], "%Y-%m-%d_%H-%M-%S")
+
+    job = [d for d in runs if (started(runs[-1]) - started(d)).total_seconds() <= 60]
+    shipped = [d for d in job if os.path.isfile(os.path.join(d, "main_job_summary.json"))]
+    return (shipped or job)[-1]
 
 
 def _script(name: str):
@@ -374,8 +453,8 @@ def _random_commands_stats(run, config) -> _ScenarioStats:
                           run.fall_times.get(scenario.name, []), scenario.duration_s, run.traces[scenario.name])
 
 
-def select(args, log_dir: str, iterations: int) -> dict:
-    """Choose what to ship (module docstring, step 2) from the run's checkpoints from ``args.select_from`` of its
+def select_in_run(args, log_dir: str, iterations: int) -> dict:
+    """Choose what a run ships (module docstring, step 2) from its checkpoints from ``args.select_from`` of its
     ``iterations`` on: with ``args.ship == "average"`` their averaged actor, measured closed-loop (hard contact, 100
     fast-command episodes of seed 1, the deployed policy), ships if it neither chatters nor lags; otherwise (or with
     ``--ship best``) the checkpoints are measured and the best ships. Returns ``{"candidates": rows, "chosen": row,
@@ -444,6 +523,70 @@ def select(args, log_dir: str, iterations: int) -> dict:
     return {"candidates": rows, "chosen": chosen, "average": average_row, "seconds": time.time() - start}
 
 
+def _run_seed(log_dir: str) -> int | None:
+    try:
+        with open(os.path.join(log_dir, "params", "agent.yaml")) as f:
+            for line in f:
+                if line.startswith("seed:"):
+                    return int(line.split(":", 1)[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def select(args, log_dirs: list[str]) -> dict:
+    """Choose what to ship from one or more runs (module docstring, step 2).
+
+    Each run's policy is chosen by :func:`select_in_run`. Of several runs, each one's policy is then measured on a
+    softer ground, MuJoCo with ``solref`` 0.04 s (``--backend mujoco-soft``, twice MuJoCo's default time constant),
+    on ``--select_soft_episodes`` uniform-command episodes of seed 1 (the task issue's measurement is seed 0), and
+    the one with the fewest falls over its selection episodes (these and the hard-contact fast commands) ships,
+    ties broken by the planar error; policies that chatter or do not track rank last. Why: the main job's seeds
+    differ most in how their gait holds on a ground softer than the training's (docs/tasks.md, sessions 34-36).
+    Returns :func:`select_in_run`'s dict for the shipped run with ``"run"`` (its folder), ``"runs"`` (a row per
+    run) and ``"seconds"`` for the whole selection."""
+    start = time.time()
+    per_run = []
+    for log_dir in log_dirs:
+        if len(log_dirs) > 1:
+            print(f"[main_job]   run {os.path.basename(log_dir)}", flush=True)
+        per_run.append(select_in_run(args, log_dir, run_checkpoints(log_dir)[-1][0]))
+    if len(per_run) == 1:
+        return {**per_run[0], "run": log_dirs[0], "runs": None, "seconds": time.time() - start}
+    finalists = []
+    for log_dir, chosen in zip(log_dirs, (r["chosen"] for r in per_run)):
+        if "falls" not in chosen:  # a run with a single checkpoint: not measured in hard contact yet
+            chosen.update(measure_checkpoints([(chosen["iteration"], chosen["path"])], TASK, SELECTION_CONFIG,
+                                              "hard", scenario=SELECTION_SCENARIO, seeds=[1],
+                                              episodes=args.select_episodes, printer=None)[0])
+        finalists.append(chosen)
+    print(f"[main_job]   measuring each run's policy on a softer ground (MuJoCo, solref 0.04 s, "
+          f"{args.select_soft_episodes} uniform-command episodes of seed 1)", flush=True)
+    soft = measure_checkpoints([(c["iteration"], c["path"]) for c in finalists], TASK, SOFT_SELECTION_CONFIG,
+                               SOFT_SELECTION_BACKEND, scenario="random_commands", seeds=[1],
+                               episodes=args.select_soft_episodes,
+                               printer=lambda line: print(f"[main_job]     {line}", flush=True))
+    rows = []
+    for log_dir, chosen, on_soft in zip(log_dirs, finalists, soft):
+        falls, episodes = chosen["falls"] + on_soft["falls"], chosen["episodes"] + on_soft["episodes"]
+        rows.append({"run": log_dir, "seed": _run_seed(log_dir), "iteration": chosen["iteration"],
+                     "path": chosen["path"], "averaged_iterations": chosen.get("averaged_iterations"),
+                     "hard_fast_commands": {k: chosen[k] for k in SELECTION_KEYS},
+                     "soft_ground": {k: on_soft[k] for k in SELECTION_KEYS},
+                     "falls": falls, "episodes": episodes, "fall_rate": falls / episodes,
+                     "lin_vel_error": chosen["lin_vel_error"], "action_rate": chosen["action_rate"]})
+    best = select_checkpoint(rows, MAX_ACTION_RATE, MAX_LIN_VEL_ERROR)
+    for row in rows:
+        row["shipped"] = row is best
+        print(f"[main_job]   seed {row['seed']}: {os.path.basename(row['path'])}, falls {row['falls']}/"
+              f"{row['episodes']} (hard contact, fast commands {row['hard_fast_commands']['falls']}; softer ground "
+              f"{row['soft_ground']['falls']}), planar error {row['lin_vel_error']:.3f} m/s, action rate "
+              f"{row['action_rate']:.2f}{'  <- ships' if row['shipped'] else ''}", flush=True)
+    shipped = per_run[rows.index(best)]
+    return {**shipped, "run": best["run"], "runs": [{k: v for k, v in r.items() if k != "path"} for r in rows],
+            "seconds": time.time() - start}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--train_minutes", type=float, default=16.5,
@@ -453,7 +596,12 @@ def main(argv: list[str] | None = None) -> int:
                              "the machine's speed); training stops earlier at a checkpoint if --train_minutes runs "
                              "out. 0: no fixed schedule, the count fitted to the budget")
     parser.add_argument("--num_envs", type=int, default=128, help="envs per rank")
-    parser.add_argument("--ranks", type=int, default=2, help="data-parallel training processes (one per core)")
+    parser.add_argument("--runs", type=int, default=1,
+                        help="independent training runs side by side, of seeds --seed, --seed + 1, ...; of several, "
+                             "the one whose policy falls least in the selection ships (--runs x --ranks processes: "
+                             "one per core, e.g. --runs 2 on 4 cores)")
+    parser.add_argument("--ranks", type=int, default=2,
+                        help="data-parallel training processes per run (2 x 128 envs: the batch the main job needs)")
     parser.add_argument("--episodes", type=int, default=None,
                         help="random-command validation episodes per seed (default: the scenario file's)")
     parser.add_argument("--seed", type=int, default=42)
@@ -465,27 +613,35 @@ def main(argv: list[str] | None = None) -> int:
                         help="average: the actor averaged over the checkpoints from --select_from on (unless it chatters "
                              "or does not track); best: the checkpoint with the fewest falls")
     parser.add_argument("--select_episodes", type=int, default=100, help="episodes per checkpoint in the selection")
+    parser.add_argument("--select_soft_episodes", type=int, default=100,
+                        help="of several runs, the softer-ground episodes each run's policy is measured on")
     parser.add_argument("--log_root", default="logs")
     parser.add_argument("--no_video", action="store_true")
-    parser.add_argument("--from_run", default=None,
-                        help="a run folder this job trained: skip the training and do the rest on its checkpoints "
-                             "(selection, export, validation, plots; e.g. after an interruption)")
+    parser.add_argument("--from_run", nargs="+", default=None,
+                        help="the run folder(s) this job trained: skip the training and do the rest on their "
+                             "checkpoints (selection, export, validation, plots; e.g. after an interruption)")
     parser.add_argument("--strict", action="store_true", help="exit non-zero when the validation FAILs")
     parser.add_argument("overrides", nargs="*", help="env.<field>=<value> agent.<field>=<value>")
     args = parser.parse_args(argv)
     args.iterations = args.iterations or None
+    if args.from_run:  # overrides written after --from_run's folders are overrides, not folders
+        args.overrides = [d for d in args.from_run if _OVERRIDE.match(d)] + args.overrides
+        args.from_run = [d for d in args.from_run if not _OVERRIDE.match(d)]
+    if args.runs < 1 or args.ranks < 1:
+        parser.error(f"--runs and --ranks must be at least 1 (got {args.runs} and {args.ranks})")
     torch.set_num_threads(1)
     t0 = time.time()
     if args.from_run is None:
-        runner, env, log_dir, train_s = train(args)
+        log_dirs, train_s = train(args)
     else:
-        log_dir = os.path.abspath(args.from_run.rstrip("/"))
-        print(f"[main_job] 1/4 training skipped: the checkpoints of {log_dir}", flush=True)
-        runner, env = load_run(args, log_dir)
+        log_dirs = [os.path.abspath(d.rstrip("/")) for d in args.from_run]
+        print(f"[main_job] 1/4 training skipped: the checkpoints of {', '.join(log_dirs)}", flush=True)
         train_s = float("nan")
+    selection = select(args, log_dirs)
+    log_dir = selection["run"]
+    runner, env = load_run(args, log_dir)
     checkpoint = get_checkpoint_path(os.path.dirname(log_dir), os.path.basename(log_dir), r"model_\d+\.pt")
     trained_iterations = runner.current_learning_iteration
-    selection = select(args, log_dir, trained_iterations)
     if selection["chosen"]["path"] != checkpoint:
         checkpoint = selection["chosen"]["path"]
         runner.load(checkpoint, load_cfg={"actor": True, "critic": True})
@@ -533,6 +689,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = {"task": TASK, "checkpoint": checkpoint, "iterations": trained_iterations,
                "shipped_iteration": selection["chosen"]["iteration"],
                "shipped_average_of": selection["chosen"].get("averaged_iterations"),
+               "seed": _run_seed(log_dir), "runs": selection["runs"],
                "selection": {"seconds": selection["seconds"], "episodes_seed": 1,
                              "candidates": [{k: v for k, v in r.items() if k != "path"}
                                             for r in selection["candidates"]],

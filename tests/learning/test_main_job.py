@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+
+import pytest
+
 from ..script_modules import load_script
 
 
@@ -15,8 +18,8 @@ def _main_job():
 
 def test_main_job_trains_ships_validates_and_reruns_from_its_run(tmp_path):
     job = _main_job()
-    common = ["--iterations", "2", "--num_envs", "8", "--ranks", "1", "--episodes", "2", "--select_episodes", "2",
-              "--no_video", "--log_root", str(tmp_path)]
+    common = ["--iterations", "2", "--num_envs", "8", "--runs", "1", "--ranks", "1", "--episodes", "2",
+              "--select_episodes", "2", "--no_video", "--log_root", str(tmp_path)]
     tiny = [*common, "--select_from", "1", "agent.save_interval=1"]
     assert job.main(tiny) == 0  # the verdict FAILs (2 iterations) without --strict: the job itself succeeds
     run = job.latest_run(str(tmp_path))
@@ -68,6 +71,77 @@ def test_main_job_trains_ships_validates_and_reruns_from_its_run(tmp_path):
         stopped = json.load(f)
     assert [r["iteration"] for r in stopped["selection"]["candidates"]] == [saved[-1]] == [2]
     assert stopped["shipped_average_of"] is None and stopped["shipped_iteration"] == 2
+
+
+def test_main_job_trains_runs_side_by_side_and_ships_the_one_that_falls_least(tmp_path):
+    """Two runs (seeds 42 and 43, a process each): each ships its own choice, both are measured on the softer ground,
+    and the one with the fewer falls over its selection episodes ships; the measurement is the real one (every backend
+    runs) with its falls set, since a 2-iteration policy falls at once everywhere."""
+    job = _main_job()
+    measure = job.measure_checkpoints
+    calls = []
+
+    def rigged(checkpoints, task, config, backend, **kwargs):
+        rows = measure(checkpoints, task, config, backend, **kwargs)
+        calls.append((backend, [os.path.basename(os.path.dirname(p)) for _, p in checkpoints]))
+        out = []
+        for row in rows:
+            seed_43 = "_main_job_s43" in row["path"]
+            falls = (0 if seed_43 else 3) if backend == "mujoco-soft" else (1 if seed_43 else 0)
+            out.append({**row, "lin_vel_error": 0.1, "ang_vel_error": 0.1, "action_rate": 0.2, "falls": falls,
+                        "fall_rate": falls / row["episodes"]})
+        return out
+
+    job.measure_checkpoints = rigged
+    args = ["--iterations", "2", "--num_envs", "8", "--runs", "2", "--ranks", "1", "--episodes", "2",
+            "--select_episodes", "4", "--select_soft_episodes", "4", "--select_from", "1", "--no_video",
+            "--log_root", str(tmp_path), "agent.save_interval=1"]
+    assert job.main(args) == 0
+    root = os.path.join(tmp_path, "shac", "anymal_d_flat")
+    runs = sorted(os.listdir(root), key=lambda r: r.split("_main_job")[1])
+    assert [r.split("_main_job")[1] for r in runs] == ["_s42", "_s43"], runs
+    shipped = job.latest_run(str(tmp_path))
+    assert shipped.endswith("_main_job_s43")  # 1 + 0 falls of 8 against 0 + 3
+    with open(os.path.join(shipped, "main_job_summary.json")) as f:
+        summary = json.load(f)
+    assert summary["seed"] == 43 and summary["checkpoint"].startswith(shipped)
+    assert [(r["seed"], r["falls"], r["episodes"], r["shipped"]) for r in summary["runs"]] == [(42, 3, 8, False),
+                                                                                               (43, 1, 8, True)]
+    assert [r["soft_ground"]["falls"] for r in summary["runs"]] == [3, 0]
+    assert all(os.path.isfile(p) and p.startswith(shipped) for p in summary["exported"])
+    assert not os.path.isfile(os.path.join(tmp_path, "shac", "anymal_d_flat", runs[0], "main_job_summary.json"))
+    # each run measured in hard contact (fast commands), then both on the softer ground in one batch
+    assert [c[0] for c in calls] == ["hard", "hard", "mujoco-soft"] and calls[-1][1] == runs
+    # the same folders again (after an interruption): the same choice, without training
+    calls.clear()
+    assert job.main([*args, "--from_run", *[os.path.join(root, r) for r in runs]]) == 0
+    assert job.latest_run(str(tmp_path)) == shipped and sorted(os.listdir(root)) == sorted(runs)
+    assert [c[0] for c in calls] == ["hard", "hard", "mujoco-soft"]
+
+
+def test_main_job_goes_on_without_a_run_that_fails(tmp_path, monkeypatch, capsys):
+    """A training run that exits with an error is reported and left out; the others are used. Here scripts/train.py
+    is a stand-in that fails for seed 43 and makes its run folder for the others."""
+    job = _main_job()
+    fake = tmp_path / "scripts"
+    fake.mkdir()
+    (fake / "train.py").write_text(
+        "import os, sys, time\n"
+        "a = sys.argv[1:]\n"
+        "seed, name, root = a[a.index('--seed') + 1], a[a.index('--run_name') + 1], a[a.index('--log_root') + 1]\n"
+        "if seed == '43':\n"
+        "    sys.exit('diverged')\n"
+        "os.makedirs(os.path.join(root, 'shac', 'anymal_d_flat', time.strftime('%Y-%m-%d_%H-%M-%S') + '_' + name))\n")
+    monkeypatch.setattr(job, "SCRIPTS", str(fake))
+    args = job.argparse.Namespace(seed=42, runs=2, ranks=1, num_envs=8, train_minutes=1.0, iterations=2,
+                                  log_root=str(tmp_path / "logs"), overrides=[])
+    log_dirs, _ = job.train(args)
+    assert [os.path.basename(d).split("_main_job")[1] for d in log_dirs] == ["_s42"]
+    out = capsys.readouterr().out
+    assert "the run of seed 43 failed (exit code 1)" in out and "[seed 43] diverged" in out
+    (fake / "train.py").write_text("import sys\nsys.exit(2)\n")
+    with pytest.raises(RuntimeError, match="every training run failed"):
+        job.train(args)
 
 
 def run_checkpoints_of(run: str) -> list[int]:
