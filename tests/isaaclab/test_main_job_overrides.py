@@ -60,8 +60,10 @@ def test_main_job_overrides_give_the_main_jobs_task(tmp_path, monkeypatch):
 
     main_job = load_script("main_job")
 
-    # the adversary moves parameters along the simulator's gradient: Isaac Lab's events draw uniformly (the file says so)
-    uniform = [o for o in main_job.TRAINING_OVERRIDES if ".adversarial_fraction=" not in o]
+    # the adversary moves parameters along the simulator's gradient, the soft grounds are the project's contact model
+    # and Isaac Lab's commands have no boundary draw: not mirrored (the file says so)
+    uniform = [o for o in main_job.TRAINING_OVERRIDES if not any(k in o for k in main_job.NOT_IN_ISAACLAB)]
+    assert len(uniform) == len(main_job.TRAINING_OVERRIDES) - len(main_job.NOT_IN_ISAACLAB)
 
     class MainJob(AnymalDFlatIsaacEnvCfg):
         def project_task(self):
