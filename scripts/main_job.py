@@ -63,7 +63,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from tensordict import TensorDict  # noqa: E402
 
-from diffloco_ext.learning.checkpoint import get_checkpoint_path  # noqa: E402
+from diffloco_ext.learning.checkpoint import get_checkpoint_path, read_params_yaml  # noqa: E402
 from diffloco_ext.learning.export import check_exported_policy, export_policy_as_jit, export_policy_as_onnx  # noqa: E402
 from diffloco_ext.learning.runner import make_runner  # noqa: E402
 from diffloco_ext.learning.weight_averaging import average_checkpoints  # noqa: E402
@@ -543,14 +543,10 @@ def select_in_run(args, log_dir: str, iterations: int) -> dict:
 
 
 def _run_seed(log_dir: str) -> int | None:
-    try:
-        with open(os.path.join(log_dir, "params", "agent.yaml")) as f:
-            for line in f:
-                if line.startswith("seed:"):
-                    return int(line.split(":", 1)[1])
-    except (OSError, ValueError):
-        pass
-    return None
+    """The seed in a run's ``params/agent.yaml`` (None if the file or the field is missing)."""
+    path = os.path.join(log_dir, "params", "agent.yaml")
+    seed = read_params_yaml(path).get("seed") if os.path.isfile(path) else None
+    return None if seed is None else int(seed)
 
 
 def select(args, log_dirs: list[str]) -> dict:
