@@ -148,3 +148,13 @@ def run_checkpoints_of(run: str) -> list[int]:
     from diffloco_ext.validation.checkpoint_selection import run_checkpoints
 
     return [it for it, _ in run_checkpoints(run)]
+
+
+def test_main_job_says_so_when_a_run_has_no_checkpoint(tmp_path):
+    """A run folder without ``model_<iteration>.pt`` (a training killed before its first save, a wrong
+    ``--from_run`` path): a clear error naming the folder, not an index error."""
+    job = _main_job()
+    empty = tmp_path / "2026-01-01_00-00-00_main_job"
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError, match="no model_<iteration>.pt checkpoint to ship"):
+        job.select(job.argparse.Namespace(), [str(empty)])
