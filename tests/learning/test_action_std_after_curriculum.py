@@ -95,3 +95,51 @@ def test_the_std_set_at_the_curriculums_end_is_learnt_on_and_not_set_again():
     for bad in (0.0, -0.1, float("nan")):
         with pytest.raises(ValueError, match="action_std_at_curriculum_end"):
             _runner(None, at_end=bad)
+
+
+def _ramped_runner(ramp):
+    env, _ = _runner(None)  # the env only
+    torch.manual_seed(0)
+    cfg = SHACRunnerCfg(num_steps_per_env=8, max_iterations=50)
+    cfg.actor.distribution_cfg.init_std = 0.02
+    cfg.algorithm.num_critic_epochs = 2
+    cfg.algorithm.action_std_at_curriculum_end = 0.32
+    cfg.algorithm.action_std_ramp = ramp
+    with contextlib.redirect_stdout(io.StringIO()):
+        return env, make_runner(env, cfg)
+
+
+def test_the_std_ramps_geometrically_to_its_value_and_is_learnt_on_after():
+    env, runner = _ramped_runner(4)
+    alg = runner.alg
+    obs = env.get_observations()[:1]
+    alg.set_learning_rates(0, 0.5)
+    assert _scatter(alg, obs)[0] == pytest.approx(0.02, rel=0.1)
+    # 0.02 -> 0.32 is a factor 16 in 4 iterations: x2 each, the first at the curriculum's end
+    for k, it in enumerate(range(10, 14)):
+        alg.set_learning_rates(it, 1.0)
+        assert _scatter(alg, obs)[0] == pytest.approx(0.02 * 2 ** (k + 1), rel=0.1), it
+    # resumed mid-ramp: the checkpoint carries the start, the ramp goes on where it was
+    env2, runner2 = _ramped_runner(4)
+    alg.set_learning_rates(11, 1.0)  # (as at iteration 11)
+    runner2.alg.load(alg.save(), None, strict=True)
+    runner2.alg.set_learning_rates(12, 1.0)
+    assert _scatter(runner2.alg, obs)[0] == pytest.approx(0.16, rel=0.1)
+    # after the ramp: learnt on, not set again
+    dist = alg.actor.distribution
+    param = dist.std_param if dist.std_type == "scalar" else dist.log_std_param
+    alg.set_learning_rates(13, 1.0)
+    with torch.no_grad():
+        if dist.std_type == "scalar":
+            param.mul_(0.5)
+        else:
+            param.sub_(math.log(2.0))
+    alg.set_learning_rates(14, 1.0)
+    assert _scatter(alg, obs)[0] == pytest.approx(0.16, rel=0.1)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="action_std_ramp"):
+            _ramped_runner(bad)
+    with pytest.raises(ValueError, match="action_std_ramp needs"):
+        _runner_cfg = SHACRunnerCfg(num_steps_per_env=8, max_iterations=5)
+        _runner_cfg.algorithm.action_std_ramp = 3
+        make_runner(env, _runner_cfg)
