@@ -136,10 +136,6 @@ class SHACAlgorithmCfg:
     curriculum complete, and learnt on from there (SHAC's first-order gradient lowers it: 0.25 -> 0.16 over 700
     iterations on the velocity task, docs/tasks.md, session 35). Checkpoints carry the iteration it was set at, so
     a resumed run does not set it again."""
-    action_std_ramp: int = 0
-    """With ``action_std_at_curriculum_end``: the iterations over which the std moves there from its value at the
-    curriculum's end, geometrically per action (0: at once). A step from the learnt ~0.02 to 0.25 sets off a phase of
-    chattering actions (docs/tasks.md, session 38)."""
     symmetry_cfg: dict | None = None
     """rsl_rl's symmetry extension (``rsl_rl.extensions.Symmetry``; Isaac Lab's ``RslRlSymmetryCfg`` fields):
     ``{"use_mirror_loss": True, "mirror_loss_coeff": c, "data_augmentation_func": "module:function"}`` adds

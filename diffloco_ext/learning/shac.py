@@ -106,7 +106,6 @@ class SHAC:
         lipschitz_after_curriculum: bool = False,
         action_std_after_curriculum: float | None = None,
         action_std_at_curriculum_end: float | None = None,
-        action_std_ramp: int = 0,
         symmetry_cfg: dict | None = None,
         max_iterations: int = 1,
         device: str = "cpu",
@@ -145,10 +144,6 @@ class SHAC:
         if action_std_at_curriculum_end is not None and getattr(getattr(actor, "distribution", None), "std_type",
                                                                 None) not in ("scalar", "log"):
             raise ValueError("action_std_at_curriculum_end needs an actor with a Gaussian distribution (std_type)")
-        if isinstance(action_std_ramp, bool) or not isinstance(action_std_ramp, int) or action_std_ramp < 0:
-            raise ValueError(f"action_std_ramp must be an int >= 0 (iterations), got {action_std_ramp!r}.")
-        if action_std_ramp and action_std_at_curriculum_end is None:
-            raise ValueError("action_std_ramp needs action_std_at_curriculum_end (the std it ramps to).")
         if not 0.0 <= target_critic_alpha < 1.0:
             raise ValueError(f"target_critic_alpha must be in [0, 1), got {target_critic_alpha}.")
         self.symmetry = self._make_symmetry(symmetry_cfg)
@@ -181,9 +176,6 @@ class SHAC:
         #: The iteration at which ``action_std_at_curriculum_end`` set the std (None: not yet); checkpoints carry it,
         #: so a resumed run does not set it again.
         self.action_std_set_iteration: int | None = None
-        self.action_std_ramp = int(action_std_ramp)
-        #: The std parameter (the distribution's own, log or not) when the ramp began; checkpoints carry it.
-        self.action_std_ramp_start: torch.Tensor | None = None
         #: Whether the env's curriculum was complete at the last ``set_learning_rates`` (1 without a curriculum).
         self.curriculum_complete = True
         #: The first iteration at which the env's curriculum was complete (``value_gradient_ramp_from="curriculum_end"``).
@@ -221,26 +213,6 @@ class SHAC:
         """Current critic learning rate."""
         return self.critic_optimizer.param_groups[0]["lr"]
 
-    def _set_action_std(self, iteration: int) -> None:
-        """``action_std_at_curriculum_end``: at the first iteration with the curriculum complete the std is set to it
-        (``action_std_ramp`` 0), or moved there geometrically (per action) over the next ``action_std_ramp``
-        iterations from the value it had; learnt on from there (the optimiser's moments of the std kept)."""
-        dist = self.actor.distribution
-        param = dist.log_std_param if dist.std_type == "log" else dist.std_param
-        if self.action_std_set_iteration is None:
-            self.action_std_set_iteration = int(iteration)
-            self.action_std_ramp_start = param.detach().clone()
-        since = int(iteration) - self.action_std_set_iteration
-        if since >= max(self.action_std_ramp, 1):
-            return
-        if self.action_std_ramp_start is None:  # a checkpoint from before the ramp existed: ramp on from here
-            self.action_std_ramp_start = param.detach().clone()
-        frac = (since + 1) / max(self.action_std_ramp, 1)
-        log_start = self.action_std_ramp_start if dist.std_type == "log" else torch.log(self.action_std_ramp_start)
-        log_std = log_start + frac * (math.log(self.action_std_at_curriculum_end) - log_start)
-        with torch.no_grad():
-            param.copy_(log_std if dist.std_type == "log" else torch.exp(log_std))
-
     def set_learning_rates(self, iteration: int, curriculum_progress: float = 1.0) -> None:
         """Apply the schedules for ``iteration`` (0-based): learning rates decaying linearly to ``min_learning_rate``
         at ``max_iterations``; the bootstrap-gradient weight along its ramp (if ``value_gradient_scale_final``),
@@ -252,8 +224,16 @@ class SHAC:
             dist = self.actor.distribution
             dist.std_range[0] = max(float(self.action_std_after_curriculum), dist.std_range[0])
             dist.log_std_range[0] = math.log(dist.std_range[0])
-        if self.action_std_at_curriculum_end is not None and self.curriculum_complete:
-            self._set_action_std(iteration)
+        if self.action_std_at_curriculum_end is not None and self.curriculum_complete \
+                and self.action_std_set_iteration is None:
+            # once: the std set to the value, learnt on from there (the optimiser's moments of the std kept)
+            dist = self.actor.distribution
+            with torch.no_grad():
+                if dist.std_type == "log":
+                    dist.log_std_param.fill_(math.log(self.action_std_at_curriculum_end))
+                else:
+                    dist.std_param.fill_(self.action_std_at_curriculum_end)
+            self.action_std_set_iteration = int(iteration)
         if self.value_gradient_ramp_from == "curriculum_end" and self.curriculum_end_iteration is None \
                 and curriculum_progress >= 1.0:
             self.curriculum_end_iteration = int(iteration)
@@ -551,7 +531,6 @@ class SHAC:
             "skipped_updates": {"actor": self.skipped_actor_updates, "critic": self.skipped_critic_updates},
             "curriculum_end_iteration": self.curriculum_end_iteration,
             "action_std_set_iteration": self.action_std_set_iteration,
-            "action_std_ramp_start": self.action_std_ramp_start,
         }
 
     def load(self, loaded_dict: dict, load_cfg: dict | None, strict: bool) -> bool:
@@ -575,8 +554,6 @@ class SHAC:
             self.curriculum_end_iteration = int(loaded_dict["curriculum_end_iteration"])
         if load_cfg.get("iteration") and loaded_dict.get("action_std_set_iteration") is not None:
             self.action_std_set_iteration = int(loaded_dict["action_std_set_iteration"])
-            start = loaded_dict.get("action_std_ramp_start")
-            self.action_std_ramp_start = None if start is None else start.to(self.device)
         return bool(load_cfg.get("iteration", False))
 
     def broadcast_parameters(self) -> None:
