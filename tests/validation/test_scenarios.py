@@ -177,3 +177,18 @@ def test_the_thousand_episode_file_is_the_issues_measurement_ten_times_over():
     assert thousand.episodes > config.settings.max_envs
     assert thousand.schedule is None and thousand.duration_s == hundred.duration_s == 20.0
     assert config.gates == load_config(folder / "anymal_d_random100.yaml").gates
+
+
+def test_the_fixed_command_file_holds_one_command_per_scenario():
+    """``anymal_d_fixed_commands.yaml``: eight constant commands (standing, forward, sideways, diagonal, turning) for
+    8 s each, 4 episodes, the default set's gates: a policy's action rate command by command."""
+    folder = default_config_path("anymal_d").parent
+    config = load_config(folder / "anymal_d_fixed_commands.yaml")
+    commands = {s.name: tuple(float(c) for c in s.command_at(3.0)) for s in config.scenarios}
+    assert commands == {"stand": (0.0, 0.0, 0.0), "vx05": (0.5, 0.0, 0.0), "vx10": (1.0, 0.0, 0.0),
+                        "vy10": (0.0, 1.0, 0.0), "diag07": (0.7, 0.7, 0.0), "diag10": (1.0, 1.0, 0.0),
+                        "yaw10": (0.0, 0.0, 1.0), "vx05yaw": (0.5, 0.0, 1.0)}
+    for s in config.scenarios:
+        assert s.schedule.shape == (1, 4) and s.duration_s == 8.0 and s.episodes * len(s.seeds) == 4
+        assert s.initial_yaw == 0.0
+    assert config.gates == load_config(default_config_path("anymal_d")).gates
