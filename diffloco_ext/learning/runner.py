@@ -230,7 +230,8 @@ class SHACRunner:
 
         ``load_cfg`` (None = everything) selects ``actor, critic, optimizer, iteration`` as in rsl_rl, plus ``rng``
         (torch RNG state) and ``env`` (env state; restored only if the env has ``load_state_dict`` and the same
-        ``num_envs``). Returns the ``infos`` stored with the checkpoint.
+        ``num_envs``; with another ``num_envs``, only the env's training schedule, if it has
+        ``load_schedule_state``). Returns the ``infos`` stored with the checkpoint.
         """
         loaded = torch.load(path, weights_only=False, map_location=map_location)
         if self.alg.load(loaded, load_cfg, strict):
@@ -263,6 +264,15 @@ class SHACRunner:
                 torch.manual_seed(torch.initial_seed() + 7919 * rank)
                 print(f"[diffloco] rank {rank}: the checkpoint holds one env state ({len(ranks or []) or 1} "
                       f"rank(s)), loaded with rank-{rank} random streams", flush=True)
+        elif want("env") and env_state is not None and callable(getattr(self.env, "load_schedule_state", None)):
+            # another env count (e.g. a small batch for the curriculum, a larger one after it): the episodes start
+            # anew, but the env's training schedule (its curriculum's clock) goes on; without this the curriculum
+            # would start again from its first step
+            self.env.load_schedule_state(env_state)
+            if self.gpu_global_rank == 0:
+                print(f"[diffloco] the checkpoint's envs ({num_envs} per rank) differ from this run's "
+                      f"({self.env.num_envs}): new episodes, the training schedule (curriculum progress "
+                      f"{float(getattr(self.env, 'curriculum_progress', 1.0)):.2f}) carried over", flush=True)
         return loaded.get("infos")
 
     # ---- inference and export -----------------------------------------------------------------------------------

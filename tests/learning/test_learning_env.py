@@ -156,3 +156,44 @@ def test_a_resumed_velocity_run_continues_exactly(tmp_path, overrides):
     for a, b in zip(whole.alg.actor.parameters(), resumed.alg.actor.parameters()):
         assert torch.equal(a, b)
     assert torch.equal(whole.env.q, resumed.env.q) and torch.equal(whole.env.u, resumed.env.u)
+
+
+def test_a_velocity_run_resumed_with_other_envs_keeps_its_curriculum(tmp_path):
+    """A checkpoint of 4 envs resumed with 6 (e.g. a small batch for the curriculum, a larger one after it): the
+    envs start new episodes, but the curriculum's clock goes on from where the checkpoint left it (before, the
+    curriculum silently started again from its first step), and the steps after it count on from there."""
+    import contextlib
+    import io
+
+    from diffloco_ext.learning import make_runner
+    from diffloco_ext.tasks import registry
+
+    task = "DiffLoco-Velocity-Flat-AnymalD"
+
+    def build(num_envs, log_dir):
+        torch.manual_seed(0)
+        env_cfg = registry.load_cfg(task)
+        env_cfg.num_envs = num_envs
+        env_cfg.commands.curriculum_steps = 6
+        env_cfg.commands.curriculum_initial_lin_vel_x = (0.5, 1.0)
+        agent = registry.load_agent_cfg(task, "shac")
+        agent.num_steps_per_env, agent.save_interval = 4, 2
+        with contextlib.redirect_stdout(io.StringIO()):
+            return make_runner(registry.make_env(task, env_cfg), agent, log_dir=log_dir)
+
+    first = build(4, str(tmp_path / "first"))
+    with contextlib.redirect_stdout(io.StringIO()):
+        first.learn(2)
+    assert first.env.commands.steps == 8 and first.env.curriculum_progress == 1.0
+    resumed = build(6, None)
+    assert resumed.env.commands.steps == 0 and resumed.env.curriculum_progress == 0.0
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        resumed.load(str(tmp_path / "first" / "model_2.pt"))
+    assert not resumed.env_state_restored  # the envs' own states are not this run's
+    assert resumed.env.commands.steps == 8 and resumed.env.curriculum_progress == 1.0
+    assert resumed.env.commands.steps_since_done == 2
+    assert "differ from this run's (6)" in out.getvalue()
+    with contextlib.redirect_stdout(io.StringIO()):
+        resumed.learn(1)
+    assert resumed.env.commands.steps == 12 and resumed.env.num_envs == 6

@@ -238,3 +238,10 @@ class VelocityCommand:
     def load_state_dict(self, state: dict) -> None:
         for k, v in state.items():  # a checkpoint from before fall replay lacks its entries: they keep their start
             setattr(self, k, v if k in ("steps", "gate_error", "fall_count") else v.clone().to(self.device))
+
+    def load_clock(self, state: dict) -> None:
+        """The curriculum's clock and its gate's running error from a :meth:`state_dict` of any env count (a run
+        resumed with other envs: the episodes start anew, the training schedule goes on where it was). The fall
+        replay buffer is not taken: its states belong to the other envs' run."""
+        self.steps = int(state["steps"])
+        self.gate_error = float(state["gate_error"])

@@ -446,6 +446,13 @@ class VelocityEnv(LocomotionEnv):
                     k: v.grad.detach().clone() for k, v in self._leaves.items() if v.grad is not None},
                 "state_seen": None if self._state_seen is None else tuple(t.detach().clone() for t in self._state_seen)}
 
+    def load_schedule_state(self, state: dict) -> None:
+        """The training schedule of a :meth:`state_dict` saved with another env count: the command curriculum's
+        clock, and with it everything that follows that clock (the reward-weight and randomisation-range ramps, the
+        after-curriculum terms, pushes and command period). The envs' states, draws and random streams stay this
+        env's own: its episodes start anew."""
+        self.commands.load_clock(state["task"]["commands"])
+
     def _load_task_state(self, state: dict) -> None:
         self.commands.load_state_dict(state["commands"])
         self.push_time_left = state["push_time_left"].clone()
