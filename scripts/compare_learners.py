@@ -6,7 +6,9 @@ wall-clock time, read from each run's TensorBoard events (the rsl_rl tags both o
 
 Samples are environment transitions summed over the data-parallel ranks (``Perf/total_fps`` x the iteration's
 collection + learning time, as the loggers compute the rate); wall-clock is the time since the first logged
-iteration (the events' wall time, so compilation before the first iteration is not counted). Prints, per run,
+iteration (the events' wall time, so compilation before the first iteration is not counted); a resumed run counts
+on from the run it resumed (its params record the checkpoint), e.g. one that learnt the curriculum with few envs and
+went on with more (``--resume --num_envs``). Prints, per run,
 the final values and, for each pair, the samples and seconds each needs to reach the worse run's final tracking
 error (smoothed over ``--smooth`` iterations).
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 
 import matplotlib
@@ -39,8 +42,25 @@ CURVES = (("Train/mean_reward", "mean episode return"), ("Metrics/lin_vel_xy_err
 """The curves plotted, those that at least one run logs (the quadruped's forward task logs a forward speed)."""
 
 
-def read_run(run_dir: str) -> dict[str, np.ndarray]:
-    """``{tag: [K, 3] (iteration, value, wall seconds)}`` plus ``"samples"`` [K, 2] (iteration, cumulative)."""
+def origin(run_dir: str) -> tuple[str, int] | None:
+    """``(run directory, iteration)`` of the checkpoint a resumed run started from, as ``scripts/train.py`` records
+    it in the run's ``params/agent.yaml`` (``resume: true``, ``load_checkpoint``: the file), or None for a run
+    trained from scratch (or one whose origin checkpoint is gone: a warning, the run is read alone)."""
+    from diffloco_ext.learning.checkpoint import read_params_yaml
+
+    path = os.path.join(run_dir, "params", "agent.yaml")
+    params = read_params_yaml(path) if os.path.isfile(path) else {}
+    if not params.get("resume"):
+        return None
+    checkpoint = str(params.get("load_checkpoint", ""))
+    match = re.fullmatch(r"model_(\d+)\.pt", os.path.basename(checkpoint))
+    if match is None or not os.path.isfile(checkpoint):
+        print(f"[compare] {run_dir}: resumed from {checkpoint!r}, which is not there: its curves start at the resume")
+        return None
+    return os.path.dirname(checkpoint), int(match.group(1))
+
+
+def _read_events(run_dir: str) -> dict[str, np.ndarray]:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     if not os.path.isdir(run_dir):
@@ -62,6 +82,46 @@ def read_run(run_dir: str) -> dict[str, np.ndarray]:
     return out
 
 
+def read_run(run_dir: str) -> dict[str, np.ndarray]:
+    """``{tag: [K, 3] (iteration, value, wall seconds)}`` plus ``"samples"`` [K, 2] (iteration, cumulative).
+
+    A resumed run (:func:`origin`) is read with the run it came from, up to the checkpoint it resumed (recursively):
+    its samples and seconds count on from that run's at the checkpoint (e.g. a run that learnt the curriculum with
+    few envs and went on with more, ``--resume --num_envs``)."""
+    own = _read_events(run_dir)
+    source = origin(run_dir)
+    if source is None:
+        return own
+    parent = read_run(source[0])
+    last = logged_step(source[0], source[1])
+    cut = {t: v[v[:, 0] <= last] for t, v in parent.items()}
+    samples0 = float(cut["samples"][-1, 1]) if len(cut["samples"]) else 0.0
+    fps = cut["Perf/total_fps"]
+    wall0 = float(fps[-1, 2]) if len(fps) else 0.0
+    joined = {}
+    for t in set(cut) | set(own):
+        mine = own.get(t)
+        if mine is not None and len(mine):
+            mine = mine.copy()
+            if t == "samples":
+                mine[:, 1] += samples0
+            else:
+                mine[:, 2] += wall0
+        parts = [p for p in (cut.get(t), mine) if p is not None and len(p)]
+        joined[t] = np.concatenate(parts) if parts else (mine if mine is not None else cut[t])
+    return joined
+
+
+def chain_checkpoints(run_dir: str) -> list[tuple[int, str]]:
+    """``[(iteration, path)]`` of a run's checkpoints, with those of the run it resumed from up to the resumed one
+    (:func:`origin`)."""
+    from diffloco_ext.validation.checkpoint_selection import run_checkpoints
+
+    source = origin(run_dir)
+    before = [] if source is None else [c for c in chain_checkpoints(source[0]) if c[0] <= source[1]]
+    return before + [c for c in run_checkpoints(run_dir) if not before or c[0] > before[-1][0]]
+
+
 def smooth(x: np.ndarray, k: int) -> np.ndarray:
     if k <= 1 or len(x) < k:
         return x
@@ -69,12 +129,12 @@ def smooth(x: np.ndarray, k: int) -> np.ndarray:
 
 
 def closed_loop(run_dir: str, task: str, config_path: str, backend: str = "hard") -> list[dict]:
-    """Each checkpoint of ``run_dir`` measured on the random-command scenario of ``config_path`` in ``backend``:
+    """Each checkpoint of ``run_dir`` (and of the run it resumed, up to the resumed one) measured on the random-command scenario of ``config_path`` in ``backend``:
     ``[{"iteration", "lin_vel_error" (m/s), "ang_vel_error" (rad/s), "fall_rate", ...}]``."""
-    from diffloco_ext.validation.checkpoint_selection import measure_checkpoints, run_checkpoints
+    from diffloco_ext.validation.checkpoint_selection import measure_checkpoints
 
     name = os.path.basename(run_dir)
-    return measure_checkpoints(run_checkpoints(run_dir), task, config_path, backend,
+    return measure_checkpoints(chain_checkpoints(run_dir), task, config_path, backend,
                                printer=lambda line: print(f"[compare] {name} {line}", flush=True))
 
 

@@ -47,6 +47,8 @@ def main(argv: list[str] | None = None) -> str:
     except (KeyError, ConfigOverrideError) as err:
         parser.error(str(err.args[0] if isinstance(err, KeyError) else err))
     resume_path = resolve_checkpoint(args, agent_cfg) if args.resume else None
+    if resume_path is not None:  # params/agent.yaml says where the run came from (compare_learners joins the two)
+        agent_cfg.resume, agent_cfg.load_checkpoint = True, resume_path
     rank = int(os.environ.get("RANK", "0"))  # data-parallel ranks (torchrun): own envs and seed, rank 0 logs
     env_cfg.seed += rank
     seed_everything(agent_cfg.seed + rank)  # the network is broadcast from rank 0; the exploration noise differs

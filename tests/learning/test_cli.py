@@ -198,6 +198,26 @@ def test_compare_learners_measures_checkpoints_closed_loop(tmp_path):
         assert run["final"] == {k: v for k, v in curve[-1].items() if k not in ("samples", "minutes")}
 
 
+def test_compare_learners_joins_a_resumed_run_to_its_origin(tmp_path):
+    """A run resumed from another's checkpoint with more envs (``--resume --num_envs``): its params record the
+    checkpoint, and compare_learners reads the two as one run: the origin's iterations up to the checkpoint, then
+    the resumed run's, samples counting on (4 envs x 3 steps per iteration, then 6 x 3) and the checkpoints of both."""
+    train, compare = load_script("train"), load_script("compare_learners")
+    common = ["--task", TASK, "--algo", "shac", "--log_root", str(tmp_path), "agent.num_steps_per_env=3",
+              "agent.save_interval=1", "--max_iterations", "2"]
+    first = train.main([*common, "--num_envs", "4", "--run_name", "first"])
+    second = train.main([*common, "--num_envs", "6", "--run_name", "second", "--resume", "--load_run", ".*first",
+                         "--checkpoint", "model_1.pt"])
+    assert compare.origin(second) == (first, 1) and compare.origin(first) is None
+    joined = compare.read_run(second)
+    steps, cumulative = joined["samples"][:, 0], joined["samples"][:, 1]
+    assert list(steps) == [0, 1, 2]  # the first run's iteration 0 (model_1.pt), then the resumed run's 1 and 2
+    np.testing.assert_allclose(np.diff(np.concatenate([[0.0], cumulative])), [12, 18, 18], rtol=0.02)
+    assert np.all(np.diff(joined["Perf/total_fps"][:, 2]) >= 0)  # wall-clock counts on
+    assert [it for it, _ in compare.chain_checkpoints(second)] == [1, 2, 3]
+    assert compare.chain_checkpoints(second)[0][1] == os.path.join(first, "model_1.pt")
+
+
 def test_compare_learners_counts_a_checkpoint_as_reaching_only_without_more_falls(capsys):
     """A checkpoint whose planar error is below the other run's final one but which falls more often has not reached
     its tracking (the error is measured before the falls); the first one that matches both has."""
