@@ -128,14 +128,19 @@ def smooth(x: np.ndarray, k: int) -> np.ndarray:
     return np.convolve(x, np.ones(k) / k, mode="valid")
 
 
-def closed_loop(run_dir: str, task: str, config_path: str, backend: str = "hard") -> list[dict]:
-    """Each checkpoint of ``run_dir`` (and of the run it resumed, up to the resumed one) measured on the random-command scenario of ``config_path`` in ``backend``:
-    ``[{"iteration", "lin_vel_error" (m/s), "ang_vel_error" (rad/s), "fall_rate", ...}]``."""
-    from diffloco_ext.validation.checkpoint_selection import measure_checkpoints
+def closed_loop(run_dirs: list[str], task: str, config_path: str, backend: str = "hard",
+                jobs: int = 1) -> list[list[dict]]:
+    """Each checkpoint of each run in ``run_dirs`` (and of the run it resumed, up to the resumed one) measured on the
+    random-command scenario of ``config_path`` in ``backend``, per run ``[{"iteration", "lin_vel_error" (m/s),
+    "ang_vel_error" (rad/s), "fall_rate", ...}]`` by iteration, in ``jobs`` processes."""
+    from diffloco_ext.validation.checkpoint_selection import measure_checkpoint_groups
 
-    name = os.path.basename(run_dir)
-    return measure_checkpoints(chain_checkpoints(run_dir), task, config_path, backend,
-                               printer=lambda line: print(f"[compare] {name} {line}", flush=True))
+    groups = [chain_checkpoints(run_dir) for run_dir in run_dirs]
+    for run_dir, group in zip(run_dirs, groups):
+        if not group:
+            raise FileNotFoundError(f"{run_dir}: no model_<iteration>.pt checkpoints")
+    return measure_checkpoint_groups(groups, task, config_path, backend, jobs=jobs,
+                                     names=[os.path.basename(r) for r in run_dirs])
 
 
 def logged_step(run_dir: str, iteration: int) -> int:
@@ -264,7 +269,11 @@ def main(argv: list[str] | None = None) -> int:
                                                                       "..", "config", "validation",
                                                                       "anymal_d_random100.yaml"))
     parser.add_argument("--task", default="DiffLoco-Velocity-Flat-AnymalD", help="the runs' task (closed loop)")
+    parser.add_argument("--jobs", type=int, default=1, help="closed loop: processes measuring the checkpoints "
+                        "(Warp runs on one core: 2 on a 2-core machine)")
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
     labels = args.labels or [os.path.basename(os.path.normpath(r)) for r in args.runs]
     if len(labels) != len(args.runs):
         parser.error("give one label per run")
@@ -294,10 +303,8 @@ def main(argv: list[str] | None = None) -> int:
 
         torch.set_num_threads(1)
         curves = {}
-        for (label, data), run_dir in zip(runs.items(), args.runs):
-            rows = closed_loop(run_dir, args.task, args.closed_loop_config)
-            if not rows:
-                raise FileNotFoundError(f"{run_dir}: no model_<iteration>.pt checkpoints")
+        measured = closed_loop(args.runs, args.task, args.closed_loop_config, jobs=args.jobs)
+        for (label, data), run_dir, rows in zip(runs.items(), args.runs, measured):
             samples, minutes = _at_iterations(data, [logged_step(run_dir, r["iteration"]) for r in rows])
             curves[label] = {"rows": rows, "samples": samples, "minutes": minutes}
         stem, ext = os.path.splitext(args.out)

@@ -91,6 +91,43 @@ def measure_checkpoints(checkpoints: list[tuple[int, str]], task: str, config_pa
     return rows
 
 
+def _measure_share(share: list[tuple]) -> list[list[dict]]:
+    """A worker process's part of :func:`measure_checkpoint_groups`: ``[(name, checkpoints, task, config, backend)]``."""
+    import torch
+
+    torch.set_num_threads(1)
+    return [measure_checkpoints(checkpoints, task, config_path, backend,
+                                printer=lambda line, name=name: print(f"[measure] {name} {line}", flush=True))
+            for name, checkpoints, task, config_path, backend in share]
+
+
+def measure_checkpoint_groups(groups: list[list[tuple[int, str]]], task: str, config_path: str, backend: str = "hard",
+                              jobs: int = 1, names: list[str] | None = None) -> list[list[dict]]:
+    """:func:`measure_checkpoints` of several groups (e.g. runs) of checkpoints, their checkpoints dealt out to
+    ``jobs`` processes (Warp's CPU kernels use one core each). Each checkpoint is measured as by one process (the
+    same episodes, the same numbers); per group, the rows in the order of its ``(iteration, path)`` list."""
+    names = names or [f"group {i}" for i in range(len(groups))]
+    work = [(g, k) for g, group in enumerate(groups) for k in range(len(group))]  # (group, position in it)
+    shares = [work[i::jobs] for i in range(max(1, min(jobs, len(work))))]
+    plans = [[(g, [k for gg, k in share if gg == g]) for g in sorted({gg for gg, _ in share})] for share in shares]
+    calls = [[(names[g], [groups[g][k] for k in ks], task, config_path, backend) for g, ks in plan] for plan in plans]
+    if len(calls) == 1:
+        results = [_measure_share(calls[0])]
+    else:
+        import concurrent.futures
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(len(calls), mp_context=context) as pool:
+            results = list(pool.map(_measure_share, calls))
+    rows: list[list] = [[None] * len(group) for group in groups]
+    for plan, measured in zip(plans, results):
+        for (g, ks), group_rows in zip(plan, measured):
+            for k, row in zip(ks, group_rows):
+                rows[g][k] = row
+    return rows
+
+
 def select_checkpoint(rows: list[dict], max_action_rate: float | None = None,
                       max_lin_vel_error: float | None = None) -> dict:
     """The row with the fewest falls, ties broken by the lower planar tracking error (then the later iteration).

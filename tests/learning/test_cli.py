@@ -186,7 +186,7 @@ def test_compare_learners_measures_checkpoints_closed_loop(tmp_path):
                       "  - name: random_commands\n    episodes: 2\n    duration_s: 1.0\n")
     out = tmp_path / "cmp.png"
     assert compare.main(["--runs", *runs, "--labels", "A", "B", "--out", str(out), "--closed_loop",
-                         "--closed_loop_config", str(config)]) == 0
+                         "--closed_loop_config", str(config), "--jobs", "2"]) == 0
     assert (tmp_path / "cmp_closed_loop.png").is_file()  # (2-iteration runs finish no episode: no training curves)
     summary = json.loads((tmp_path / "cmp_closed_loop.json").read_text())
     assert set(summary) == {"A", "B"}
@@ -196,6 +196,9 @@ def test_compare_learners_measures_checkpoints_closed_loop(tmp_path):
         assert all(0.0 <= r["fall_rate"] <= 1.0 and r["lin_vel_error"] >= 0.0 for r in curve)
         assert all(b["samples"] > a["samples"] and b["minutes"] >= a["minutes"] for a, b in zip(curve, curve[1:]))
         assert run["final"] == {k: v for k, v in curve[-1].items() if k not in ("samples", "minutes")}
+    # two processes measure each checkpoint as one does (the checkpoints dealt out across the runs)
+    assert [r["lin_vel_error"] for r in summary["B"]["curve"]] == [
+        r["lin_vel_error"] for r in compare.closed_loop([runs[1]], TASK, str(config), jobs=1)[0]]
 
 
 def test_compare_learners_joins_a_resumed_run_to_its_origin(tmp_path):
