@@ -20,7 +20,9 @@ command ranges), and plots its tracking errors and fall rate against the samples
 checkpoint was saved (``<out>`` with ``_closed_loop`` before the extension)::
 
     .venv/bin/python scripts/compare_learners.py --runs <SHAC run> <PPO run> --labels SHAC PPO \
-        --out docs/figures/shac_vs_ppo.png --closed_loop
+        --out docs/figures/shac_vs_ppo.png --closed_loop --jobs 2
+
+(``--jobs 2``: the checkpoints measured in two processes, Warp's CPU kernels running on one core each.)
 """
 
 from __future__ import annotations
