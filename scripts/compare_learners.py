@@ -103,14 +103,11 @@ def read_run(run_dir: str) -> dict[str, np.ndarray]:
     joined = {}
     for t in set(cut) | set(own):
         mine = own.get(t)
-        if mine is not None and len(mine):
+        if mine is not None:
             mine = mine.copy()
-            if t == "samples":
-                mine[:, 1] += samples0
-            else:
-                mine[:, 2] += wall0
-        parts = [p for p in (cut.get(t), mine) if p is not None and len(p)]
-        joined[t] = np.concatenate(parts) if parts else (mine if mine is not None else cut[t])
+            column, offset = (1, samples0) if t == "samples" else (2, wall0)  # (iteration, cumulative) / (.., seconds)
+            mine[:, column] += offset
+        joined[t] = np.concatenate([p for p in (cut.get(t), mine) if p is not None])
     return joined
 
 
