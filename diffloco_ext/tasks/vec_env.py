@@ -23,7 +23,9 @@ contract a differentiable environment promises:
 
 Optional: ``state_dict() -> dict`` and ``load_state_dict(dict)`` capturing the full simulation state including
 the env's random-number generator. When present, the SHAC runner stores the env state in its checkpoints so that
-a resumed run continues exactly like an uninterrupted one.
+a resumed run continues exactly like an uninterrupted one. Optional too: ``load_schedule_state(dict)``, taking from
+such a state, saved with another env count, only the training schedule (e.g. a curriculum's clock), for a run
+resumed with more or fewer envs.
 
 Shapes: ``N = num_envs``, ``A = num_actions``; actions ``(N, A)``, rewards ``(N,)`` (float), dones ``(N,)``.
 """
