@@ -1,0 +1,34 @@
+"""``scripts/benchmark_learners.py``: the two learners' settings, and a smoke run of the interleaved rounds
+(timings are for the benchmark to report, not for tests to assert)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from ..script_modules import load_script
+
+
+def test_ppo_gets_the_main_jobs_env_settings_without_the_adversary():
+    bench = load_script("benchmark_learners")
+    main_job = load_script("main_job")
+    shac, ppo = bench.training_overrides("shac"), bench.training_overrides("ppo")
+    assert shac == list(main_job.TRAINING_OVERRIDES)
+    assert ppo and all(o.startswith("env.") and "adversarial" not in o for o in ppo)
+    assert set(ppo) == {o for o in shac if o.startswith("env.") and "adversarial" not in o}
+    assert any("adversarial" in o for o in shac)  # so the filter above has something to remove
+
+
+def test_a_small_benchmark_reports_consistent_rates(tmp_path):
+    bench = load_script("benchmark_learners")
+    out = tmp_path / "bench.json"
+    summary = bench.main(["--shac_envs", "4", "--ppo_envs", "8", "--rounds", "2", "--iterations", "1", "--warmup", "1",
+                          "--json", str(out)])
+    assert json.loads(out.read_text()) == json.loads(json.dumps(summary))
+    assert len(summary["rounds"]) == 2
+    best = summary["best"]
+    for key in ("shac_s_per_it", "ppo_s_per_it", "rollout_s"):
+        assert math.isfinite(best[key]) and best[key] > 0.0
+        assert best[key] == min(r[key] for r in summary["rounds"])
+    assert best["shac_samples_per_s"] == 4 * summary["shac_steps"] / best["shac_s_per_it"]
+    assert summary["ppo_over_shac_samples_per_s"] == best["ppo_samples_per_s"] / best["shac_samples_per_s"]
