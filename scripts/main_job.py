@@ -31,7 +31,10 @@
    random commands, pushes, friction, payload, PD gains, latency, several seeds) in the training simulator's hard
    mode and in MuJoCo (the MJCF of the same description, the same drive model, the same observation code), no
    observation noise; the export gate compares TorchScript and ONNX with the torch policy. Verdict and report
-   (``validation/summary.md``, figures) in the run folder.
+   (``validation/summary.md``, figures) in the run folder. Then the task issue's measurement, as the README states
+   it: 100 episodes of 20 s of uniform random commands of seed 0 (``config/validation/anymal_d_random100.yaml``)
+   in both, against the issue's targets (planar <= 0.25 m/s and yaw <= 0.3 rad/s in hard contact, 0.3 / 0.35 in
+   MuJoCo, no fall; ``TRACKING_TARGETS``), report in ``validation/random100/``.
 4. Plots (``plots/``): learning curves, commanded vs measured velocity (paper A, Fig. 6 style) in both
    validators, gait (joint trajectories, foot heights against the reference, contact pattern); a video.
 
@@ -39,7 +42,8 @@
         [--ship average|best] [--runs 1] [--ranks 2]
         [--from_run DIR [DIR ...]]  # the steps after the training, on the checkpoints of the run(s) it trained
 
-Prints where everything is, the validation's verdict with its failing gates, and where the report is.
+Prints where everything is, the task issue's measurement against its targets, the validation's verdict with its
+failing gates, and where the reports are.
 """
 
 from __future__ import annotations
@@ -239,6 +243,10 @@ SOFT_SELECTION_CONFIG = os.path.join(os.path.dirname(SCRIPTS), "config", "valida
 SOFT_SELECTION_BACKEND = "mujoco-soft"
 SELECTION_KEYS = ("falls", "episodes", "lin_vel_error", "ang_vel_error", "action_rate")
 VALIDATORS = {"hard": "diffloco hard contact", "mujoco": "MuJoCo"}  # backend -> the summary's validator name
+#: The task issue's measurement of the shipped policy: its random-command scenario (100 episodes of seed 0), and
+#: per validator the targets (planar error m/s, yaw-rate error rad/s; no fall in any episode).
+TARGET_CONFIG = SOFT_SELECTION_CONFIG
+TRACKING_TARGETS = {"diffloco hard contact": (0.25, 0.3), "MuJoCo": (0.3, 0.35)}
 
 
 def run_seeds(args) -> list[int]:
@@ -475,6 +483,31 @@ def _random_commands_stats(run, config) -> _ScenarioStats:
                           run.fall_times.get(scenario.name, []), scenario.duration_s, run.traces[scenario.name])
 
 
+def measure_targets(task, policy, out_dir: str, episodes: int | None) -> dict:
+    """The task issue's measurement of ``policy`` (``TARGET_CONFIG``'s random commands; ``episodes`` of them if
+    given, 0: none) in both validators, each against ``TRACKING_TARGETS``: per validator the summary of
+    :class:`_ScenarioStats` with ``target_lin_vel_xy_error``, ``target_ang_vel_z_error`` and ``met`` (both errors
+    within their targets and no fall)."""
+    if episodes == 0:
+        return {}
+    config = load_config(TARGET_CONFIG)
+    config.scenarios = [config.scenario("random_commands")]
+    config.settings.figure_scenario = "random_commands"
+    if episodes is not None:
+        config.scenario("random_commands").episodes = episodes
+    run = run_validation(task, policy, list(VALIDATORS), config, out_dir, reference=False,
+                         printer=lambda line: print(f"[main_job]   {line}", flush=True))
+    out = {}
+    for backend, result in run.runs.items():
+        name = VALIDATORS[backend]
+        lin, ang = TRACKING_TARGETS[name]
+        r = _random_commands_stats(result, config).summary()
+        r.update(target_lin_vel_xy_error=lin, target_ang_vel_z_error=ang,
+                 met=bool(r["lin_vel_xy_error"] <= lin and r["ang_vel_z_error"] <= ang and r["falls"] == 0))
+        out[name] = r
+    return out
+
+
 def select_in_run(args, log_dir: str, iterations: int) -> dict:
     """Choose what a run ships (module docstring, step 2) from its checkpoints from ``args.select_from`` of its
     ``iterations`` on: with ``args.ship == "average"`` their averaged actor, measured closed-loop (hard contact, 100
@@ -625,6 +658,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="data-parallel training processes per run (2 x 128 envs: the batch the main job needs)")
     parser.add_argument("--episodes", type=int, default=None,
                         help="random-command validation episodes per seed (default: the scenario file's)")
+    parser.add_argument("--target_episodes", type=int, default=None,
+                        help="episodes of the task issue's measurement (default: its file's, 100; 0 skips it)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--select_from", type=float, default=0.8,
                         help="the checkpoints averaged (or, --ship best, ranked) are those saved after this fraction of "
@@ -690,6 +725,7 @@ def main(argv: list[str] | None = None) -> int:
                                 printer=lambda line: print(f"[main_job]   {line}", flush=True))
     results = {VALIDATORS[name]: _random_commands_stats(run, config) for name, run in validation.runs.items()}
     timings = {VALIDATORS[name]: run.seconds for name, run in validation.runs.items()}
+    targets = measure_targets(task, deployed, os.path.join(log_dir, "validation", "random100"), args.target_episodes)
 
     print("[main_job] 4/4 plots and video", flush=True)
     plots = os.path.join(log_dir, "plots")
@@ -719,6 +755,7 @@ def main(argv: list[str] | None = None) -> int:
                "train_seconds": train_s, "total_seconds": time.time() - t0, "exported": [jit_path, onnx_path],
                "export_errors": export_errors, "training_final": training_final,
                "validation": {k: v.summary() for k, v in results.items()}, "validation_seconds": timings,
+               "targets": targets,
                "validation_verdict": validation.verdict,
                "validation_failing": [g.to_dict() for g in validation.failing],
                "validation_report": os.path.join(validation.report_dir, "summary.md"),
@@ -738,6 +775,14 @@ def main(argv: list[str] | None = None) -> int:
         r = stats.summary()
         print(f"  {name:22s} random commands: v_xy err {r['lin_vel_xy_error']:.3f} m/s, w_z err "
               f"{r['ang_vel_z_error']:.3f} rad/s, falls {r['falls']}/{r['episodes']}")
+    if targets:
+        first = next(iter(targets.values()))
+        print(f"  the task issue's measurement ({first['episodes']} episodes of random commands, "
+              f"{os.path.relpath(TARGET_CONFIG, os.path.dirname(SCRIPTS))}):")
+        for name, r in targets.items():
+            print(f"    {name:22s} v_xy err {r['lin_vel_xy_error']:.3f} m/s (<= {r['target_lin_vel_xy_error']}), "
+                  f"w_z err {r['ang_vel_z_error']:.3f} rad/s (<= {r['target_ang_vel_z_error']}), falls "
+                  f"{r['falls']}/{r['episodes']} (none): {'met' if r['met'] else 'NOT MET'}")
     print(f"  validation: {validation.verdict}, {len(validation.failing)} failing gate(s)")
     for gate in validation.failing[:20]:
         print(f"    FAIL {gate.describe()}")

@@ -19,21 +19,31 @@ def _main_job():
 def test_main_job_trains_ships_validates_and_reruns_from_its_run(tmp_path):
     job = _main_job()
     common = ["--iterations", "2", "--num_envs", "8", "--runs", "1", "--ranks", "1", "--episodes", "2",
-              "--select_episodes", "2", "--no_video", "--log_root", str(tmp_path)]
+              "--target_episodes", "0", "--select_episodes", "2", "--no_video", "--log_root", str(tmp_path)]
     tiny = [*common, "--select_from", "1", "agent.save_interval=1"]
-    assert job.main(tiny) == 0  # the verdict FAILs (2 iterations) without --strict: the job itself succeeds
+    assert job.main([*tiny, "--target_episodes", "3"]) == 0  # the verdict FAILs (2 iterations) without --strict
     run = job.latest_run(str(tmp_path))
     with open(os.path.join(run, "main_job_summary.json")) as f:
         first = json.load(f)
     assert first["iterations"] == 2 and first["shipped_iteration"] == 2
     assert all(os.path.isfile(p) for p in first["exported"]) and first["validation_verdict"] in ("PASS", "FAIL")
     assert max(first["export_errors"].values()) < 1e-5
+    # the task issue's measurement, in both validators against their targets: a 2-iteration policy falls
+    assert set(first["targets"]) == {"diffloco hard contact", "MuJoCo"}
+    for name, r in first["targets"].items():
+        assert r["episodes"] == 3 and (r["target_lin_vel_xy_error"], r["target_ang_vel_z_error"]) == \
+            job.TRACKING_TARGETS[name]
+        assert r["met"] is (r["falls"] == 0 and r["lin_vel_xy_error"] <= r["target_lin_vel_xy_error"]
+                            and r["ang_vel_z_error"] <= r["target_ang_vel_z_error"])
+    assert not any(r["met"] for r in first["targets"].values())
+    assert os.path.isfile(os.path.join(run, "validation", "random100", "summary.md"))
     os.remove(first["exported"][0])
     assert job.main([*tiny, "--from_run", run]) == 0
     with open(os.path.join(run, "main_job_summary.json")) as f:
         again = json.load(f)
     assert again["checkpoint"] == first["checkpoint"] and os.path.isfile(again["exported"][0])
     assert again["validation"] == first["validation"]  # same policy, same episodes: the same measurement
+    assert again["targets"] == {}  # --target_episodes 0: not measured
     assert job.latest_run(str(tmp_path)) == run  # no new run folder
     # the default shipping: the actor averaged over the checkpoints from --select_from on; a 2-iteration policy falls
     # at once (no step measured: NaN errors), so the job falls back to the best checkpoint ...
