@@ -1,6 +1,6 @@
 """scripts/main_job.py end to end on a tiny schedule: train, select, export, validate, plot; then ``--from_run``
 redoes the steps after the training on the same run's checkpoints (what a user does after an interruption), and
-ships the average of its checkpoints' actors. About 3 min: the job's only test, kept in the default suite."""
+ships the average of its checkpoints' actors. About 4 min: the job's only test, kept in the default suite."""
 
 from __future__ import annotations
 
