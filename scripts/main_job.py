@@ -676,7 +676,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from_run", nargs="+", default=None,
                         help="the run folder(s) this job trained: skip the training and do the rest on their "
                              "checkpoints (selection, export, validation, plots; e.g. after an interruption)")
-    parser.add_argument("--strict", action="store_true", help="exit non-zero when the validation FAILs")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit non-zero when the validation FAILs or the task issue's measurement misses a target")
     parser.add_argument("overrides", nargs="*", help="env.<field>=<value> agent.<field>=<value>")
     args = parser.parse_args(argv)
     args.iterations = args.iterations or None
@@ -789,7 +790,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(validation.failing) > 20:
         print(f"    ... and {len(validation.failing) - 20} more (all in the report)")
     print(f"  report:     {summary['validation_report']}")
-    ok = validation.passed
+    ok = validation.passed and all(r["met"] for r in targets.values())
     return 0 if ok or not args.strict else 1
 
 

@@ -44,6 +44,7 @@ def test_main_job_trains_ships_validates_and_reruns_from_its_run(tmp_path):
     assert again["checkpoint"] == first["checkpoint"] and os.path.isfile(again["exported"][0])
     assert again["validation"] == first["validation"]  # same policy, same episodes: the same measurement
     assert again["targets"] == {}  # --target_episodes 0: not measured
+    assert job.main([*tiny, "--from_run", run, "--strict"]) == 1  # the validation FAILs
     assert job.latest_run(str(tmp_path)) == run  # no new run folder
     # the default shipping: the actor averaged over the checkpoints from --select_from on; a 2-iteration policy falls
     # at once (no step measured: NaN errors), so the job falls back to the best checkpoint ...
