@@ -1192,3 +1192,81 @@ def test_env_stores_the_commands_of_its_falls_for_replay():
         _, _, _, extras = env.step(torch.zeros(4, 12, dtype=torch.float64))
     assert env.commands.fall_count == 1
     assert extras["log"]["Curriculum/fall_replay_commands"] == 1.0
+
+
+def test_tracking_reference_reaches_a_new_command_at_its_bounded_acceleration():
+    """``tracking_reference_accel``: the reference the tracking rewards follow starts at the base's velocity at a
+    reset and moves towards the command at most (a_planar, a_yaw) x dt per step (the planar part along the straight
+    line), reaching it and then staying on it; without the option it is the command itself."""
+    from diffloco_ext.tasks.velocity.commands import VelocityCommand
+    from diffloco_ext.tasks.velocity.env_cfg import CommandsCfg
+
+    dt, n = 0.02, 3
+    everyone = torch.ones(n, dtype=torch.bool)
+    cfg = CommandsCfg(heading_command=False, rel_standing_envs=0.0, tracking_reference_accel=(2.0, 4.0))
+    cmd = VelocityCommand(cfg, n, "cpu", torch.Generator().manual_seed(0))
+    cmd.resample(everyone)
+    cmd.command = torch.tensor([[1.0, 1.0, 1.0], [-0.6, 0.8, -1.0], [0.0, 0.0, 0.0]])
+    start = torch.tensor([[-1.0, -1.0, -1.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    cmd.reset_reference(everyone, start)
+    torch.testing.assert_close(cmd.reference, start)
+    path = []
+    for _ in range(100):  # 2 s
+        cmd.update(dt, torch.zeros(n))
+        path.append(cmd.reference.clone())
+    path = torch.stack([start] + path)
+    step = path[1:] - path[:-1]
+    assert float(torch.linalg.norm(step[..., :2], dim=-1).max()) <= 2.0 * dt + 1e-6
+    assert float(step[..., 2].abs().max()) <= 4.0 * dt + 1e-6
+    # env 0: 2 sqrt(2) m/s to go at 2 m/s^2 takes 1.41 s (71 steps), on the straight line; its yaw 2 rad/s in 0.5 s
+    planar_left = torch.linalg.norm(cmd.command[0, :2] - path[:, 0, :2], dim=1)
+    assert 70 <= int((planar_left > 1e-6).sum()) <= 72
+    torch.testing.assert_close(path[:, 0, 0], path[:, 0, 1])
+    assert int(((cmd.command[0, 2] - path[:, 0, 2]).abs() > 1e-6).sum()) == 25
+    torch.testing.assert_close(cmd.reference, cmd.command)  # all reached within 2 s, and held
+    assert float(path[:, 2].abs().max()) == 0.0  # already at its command
+    # a resampled command is ramped to from the reference, not jumped to
+    cmd.command = torch.tensor([[0.0, 0.0, 0.0]] * n)
+    cmd.update(dt, torch.zeros(n))
+    assert float(torch.linalg.norm(cmd.reference[0, :2] - torch.tensor([1.0, 1.0]))) == pytest.approx(2.0 * dt)
+    # without the option the reference is the command, at a reset and after every update
+    plain = VelocityCommand(CommandsCfg(heading_command=False), n, "cpu", torch.Generator().manual_seed(0))
+    plain.resample(everyone)
+    plain.reset_reference(everyone, start)
+    torch.testing.assert_close(plain.reference, plain.command)
+    plain.update(dt, torch.zeros(n))
+    torch.testing.assert_close(plain.reference, plain.command)
+    for bad in ((0.0, 1.0), (1.0, float("nan")), (1.0,)):
+        with pytest.raises(ValueError, match="tracking_reference_accel"):
+            VelocityCommand(CommandsCfg(tracking_reference_accel=bad), 2, "cpu", torch.Generator())
+
+
+def test_tracking_rewards_follow_the_reference_and_the_metrics_the_command():
+    """With ``tracking_reference_accel`` the tracking rewards (and the critic's tracking features) measure the base's
+    velocity against the reference; the tracking error the env reports (the validation's measure) is to the
+    command."""
+    from diffloco_ext.tasks.velocity import rewards as R
+
+    cfg = AnymalDFlatEnvCfg(num_envs=4, seed=3)
+    cfg.commands.tracking_reference_accel = (1.0, 1.0)
+    cfg.observation_noise.enable = False
+    cfg.randomization.enable = False
+    env = VelocityEnv(cfg)
+    env.reset()
+    env.step(torch.zeros(4, 12, dtype=env.dtype))
+    command = torch.tensor([[1.0, 0.0, 0.5]] * 4)
+    ref = torch.tensor([[0.2, 0.1, 0.3]] * 4)
+    env.commands.command, env.commands.reference = command.clone(), ref.clone()
+    c, base = cfg.rewards, env.base_state()
+    _, terms = env._rewards(env.last_output, (env.q, env.u))
+    lin = R.track_lin_vel_xy_exp(ref.to(env.dtype), base.lin_vel_b, c.track_lin_vel_xy_std)
+    ang = R.track_ang_vel_z_exp(ref.to(env.dtype), base.ang_vel_b, c.track_ang_vel_z_std)
+    torch.testing.assert_close(terms["track_lin_vel_xy"], c.track_lin_vel_xy * lin * env.step_dt)
+    torch.testing.assert_close(terms["track_ang_vel_z"], c.track_ang_vel_z * ang * env.step_dt)
+    to_command = R.track_lin_vel_xy_exp(command.to(env.dtype), base.lin_vel_b, c.track_lin_vel_xy_std)
+    assert float((lin - to_command).abs().min()) > 0.05  # the two differ on this state: the test can tell them apart
+    features = env._tracking_features()
+    torch.testing.assert_close(features[:, :2], (ref.to(env.dtype)[:, :2] - base.lin_vel_b[:, :2]).to(features.dtype))
+    torch.testing.assert_close(features[:, 3], lin.to(features.dtype))
+    error = env._metrics(None)["lin_vel_xy_error"]
+    torch.testing.assert_close(error, torch.linalg.norm(command.to(env.dtype)[:, :2] - base.lin_vel_b[:, :2], dim=1))

@@ -32,11 +32,17 @@ class VelocityCommand:
         if not (0.0 <= replay[0] <= 1.0 and replay[1] >= 1 and replay[2] > 0.0):
             raise ValueError(f"fall_replay_fraction must be in [0, 1], fall_replay_buffer >= 1 and "
                              f"fall_replay_window > 0 s, got {replay[0]}, {replay[1]} and {replay[2]}")
+        accel = cfg.tracking_reference_accel
+        if accel is not None and not (len(accel) == 2 and all(math.isfinite(a) and a > 0.0 for a in accel)):
+            raise ValueError(f"tracking_reference_accel must be None or two positive numbers (planar m/s^2, yaw "
+                             f"rad/s^2), got {accel!r}")
         self.cfg = cfg
         self.num_envs = num_envs
         self.device = device
         self.generator = generator
         self.command = torch.zeros(num_envs, 3, device=device)
+        # what the tracking rewards follow: the command, or with tracking_reference_accel its rate-limited reference
+        self.reference = torch.zeros(num_envs, 3, device=device)
         self.heading_target = torch.zeros(num_envs, device=device)
         self.is_heading_env = torch.zeros(num_envs, dtype=torch.bool, device=device)
         self.is_standing_env = torch.zeros(num_envs, dtype=torch.bool, device=device)
@@ -207,6 +213,28 @@ class VelocityCommand:
             wz = (c.heading_control_stiffness * error).clamp(*limit)
             self.command[:, 2] = torch.where(self.is_heading_env, wz, self.command[:, 2])
         self.command = torch.where(self.is_standing_env[:, None], torch.zeros_like(self.command), self.command)
+        self._advance_reference(dt)
+
+    def _advance_reference(self, dt: float) -> None:
+        """Move the tracking reference towards the command by at most ``tracking_reference_accel`` x ``dt`` (the
+        planar part by its norm); without the option it is the command."""
+        accel = self.cfg.tracking_reference_accel
+        if accel is None:
+            self.reference = self.command.clone()
+            return
+        delta = self.command - self.reference
+        planar = delta[:, :2]
+        norm = torch.linalg.norm(planar, dim=1, keepdim=True)
+        planar = planar * (accel[0] * dt / norm.clamp(min=1e-12)).clamp(max=1.0)
+        yaw = delta[:, 2:].clamp(-accel[1] * dt, accel[1] * dt)
+        self.reference = self.reference + torch.cat((planar, yaw), dim=1)
+
+    def reset_reference(self, env_mask: torch.Tensor, velocity: torch.Tensor) -> None:
+        """Start the tracking reference of the envs in ``env_mask`` [N] bool (reset envs) at ``velocity`` [N, 3]
+        (vx, vy m/s in the base frame, wz rad/s: the base's at the reset), or at their command without
+        ``tracking_reference_accel``."""
+        start = self.command if self.cfg.tracking_reference_accel is None else velocity.detach().to(self.command.dtype)
+        self.reference = torch.where(env_mask[:, None], start, self.reference)
 
     def _gate(self, lin_vel_xy_error: torch.Tensor | None) -> int:
         """1 if the curriculum's clock advances this step, else 0 (``curriculum_gate_lin_vel_error``: the running
@@ -228,7 +256,7 @@ class VelocityCommand:
 
     def state_dict(self) -> dict:
         state = {k: getattr(self, k).clone() for k in
-                 ("command", "heading_target", "is_heading_env", "is_standing_env", "time_left", "since_draw",
+                 ("command", "reference", "heading_target", "is_heading_env", "is_standing_env", "time_left", "since_draw",
                   "draw_heading_error", "replay_heading_error", "fall_buffer")}
         state["steps"] = self.steps
         state["gate_error"] = self.gate_error
@@ -236,7 +264,7 @@ class VelocityCommand:
         return state
 
     def load_state_dict(self, state: dict) -> None:
-        for k, v in state.items():  # a checkpoint from before fall replay lacks its entries: they keep their start
+        for k, v in state.items():  # a checkpoint from before fall replay (or the reference) lacks their entries
             setattr(self, k, v if k in ("steps", "gate_error", "fall_count") else v.clone().to(self.device))
 
     def load_clock(self, state: dict) -> None:

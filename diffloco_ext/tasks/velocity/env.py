@@ -143,11 +143,12 @@ class VelocityEnv(LocomotionEnv):
         return TensorDict(groups, batch_size=[self.num_envs])
 
     def _tracking_features(self) -> torch.Tensor:
-        """[N, 5]: ``command - velocity`` (vx, vy m/s, base frame; wz rad/s) and the two tracking kernels of the
-        rewards, differentiable w.r.t. the state. The value of a state depends on how well the command is tracked,
+        """[N, 5]: ``command - velocity`` (vx, vy m/s, base frame; wz rad/s; the command as the rewards track it:
+        ``CommandsCfg.tracking_reference_accel``) and the two tracking kernels of the rewards, differentiable w.r.t.
+        the state. The value of a state depends on how well the command is tracked,
         a product of two inputs that a small critic learns slowly: given explicitly, the critic's value (and its
         gradient, which SHAC's actor follows at the end of every horizon) depends on them from the start."""
-        c, cmd = self.cfg.rewards, self.commands.command.to(self.dtype)
+        c, cmd = self.cfg.rewards, self.commands.reference.to(self.dtype)
         base = self.base_state()
         error = torch.cat([cmd[:, :2] - base.lin_vel_b[:, :2], cmd[:, 2:] - base.ang_vel_b[:, 2:]], dim=1)
         kernels = torch.stack([R.track_lin_vel_xy_exp(cmd, base.lin_vel_b, c.track_lin_vel_xy_std),
@@ -163,6 +164,7 @@ class VelocityEnv(LocomotionEnv):
 
     def _rewards(self, out, before):
         c, cmd = self.cfg.rewards, self.commands.command.to(self.dtype)
+        tracked = self.commands.reference.to(self.dtype)  # the command, or its rate-limited reference
         base = self.base_state()
         lin_vel_b, ang_vel_b, gravity_b = base.lin_vel_b, base.ang_vel_b, base.projected_gravity_b
         self.foot_height = (out.foot_pos[..., 2] - self.foot_radius - self.ground_height[:, None])
@@ -173,8 +175,8 @@ class VelocityEnv(LocomotionEnv):
         zero = torch.zeros_like(lin_vel_b[:, 0])
         gaps = self._body_gaps(out)
         terms = {
-            "track_lin_vel_xy": (c.track_lin_vel_xy, R.track_lin_vel_xy_exp(cmd, lin_vel_b, c.track_lin_vel_xy_std)),
-            "track_ang_vel_z": (c.track_ang_vel_z, R.track_ang_vel_z_exp(cmd, ang_vel_b, c.track_ang_vel_z_std)),
+            "track_lin_vel_xy": (c.track_lin_vel_xy, R.track_lin_vel_xy_exp(tracked, lin_vel_b, c.track_lin_vel_xy_std)),
+            "track_ang_vel_z": (c.track_ang_vel_z, R.track_ang_vel_z_exp(tracked, ang_vel_b, c.track_ang_vel_z_std)),
             "lin_vel_z": (c.lin_vel_z, R.lin_vel_z_l2(lin_vel_b)),
             "ang_vel_xy": (c.ang_vel_xy, R.ang_vel_xy_l2(ang_vel_b)),
             "flat_orientation": (c.flat_orientation, R.flat_orientation_l2(gravity_b)),
@@ -192,7 +194,7 @@ class VelocityEnv(LocomotionEnv):
             "excess_ang_vel_xy": (c.excess_ang_vel_xy, R.excess_ang_vel_xy_l2(ang_vel_b,
                                                                              c.excess_ang_vel_xy_threshold)),
             "excess_lin_vel_xy_error": (c.excess_lin_vel_xy_error, R.excess_lin_vel_xy_error_l2(
-                cmd, lin_vel_b, c.excess_lin_vel_xy_error_threshold)),
+                tracked, lin_vel_b, c.excess_lin_vel_xy_error_threshold)),
             "foot_slip": (c.foot_slip, R.foot_slip(self.foot_height, out.foot_vel, c.foot_slip_height,
                                                    c.foot_slip_width)),
             "excess_joint_vel": (c.excess_joint_vel, R.excess_joint_vel_l2(
@@ -421,6 +423,8 @@ class VelocityEnv(LocomotionEnv):
                                           self.push_time_left)
         self.foot_height = torch.where(mask[:, None], torch.zeros_like(self.foot_height), self.foot_height)
         self.commands.resample(mask)
+        base = self.base_state()  # the reset state: the tracking reference starts at its velocity
+        self.commands.reset_reference(mask, torch.cat((base.lin_vel_b[:, :2], base.ang_vel_b[:, 2:]), dim=1))
 
     def _post_reset(self, dones: torch.Tensor) -> None:
         self.commands.update(self.step_dt, self.base_state().heading, self.step_metrics.get("lin_vel_xy_error"))

@@ -86,6 +86,14 @@ class CommandsCfg:
     the start; docs/tasks.md, session 30), which uniform sampling rarely repeats."""
     fall_replay_buffer: int = 256
     fall_replay_window: float = 4.0  # s after a command's draw within which a fall is blamed on it
+    tracking_reference_accel: tuple[float, float] | None = None
+    """Bounded accelerations (planar m/s^2, yaw rad/s^2) of the reference that the tracking rewards follow (None:
+    the command itself, as Isaac Lab's task). With a value the rewards track a reference that moves towards the
+    command at most this fast (the planar part along the straight line, by its norm), starting from the base's
+    velocity at each reset: a new command is to be reached at a bounded acceleration instead of at once, where
+    the trained policies overshoot and fall (sideways roll-overs 1-2 s after a command change, docs/tasks.md,
+    sessions 6-8 and 41). The policy still observes the command; the critic's tracking features follow the
+    reference. A training choice, not part of the interface: the validation measures the error to the command."""
 
     @property
     def has_curriculum(self) -> bool:
