@@ -192,3 +192,29 @@ def test_the_fixed_command_file_holds_one_command_per_scenario():
         assert s.schedule.shape == (1, 4) and s.duration_s == 8.0 and s.episodes * len(s.seeds) == 4
         assert s.initial_yaw == 0.0
     assert config.gates == load_config(default_config_path("anymal_d")).gates
+
+
+def test_the_command_changes_file_changes_fast_commands_every_two_and_a_half_seconds():
+    """``anymal_d_command_changes.yaml``: 1000 episodes of 20 s whose random commands all lie at the edge of the
+    command square (as ``anymal_d_fast_commands.yaml``) and are redrawn every 2.5 s (the task: 10 s), heading
+    control as the task's."""
+    import torch
+
+    from diffloco_ext.tasks.velocity.commands import VelocityCommand
+    from diffloco_ext.tasks.velocity.env_cfg import CommandsCfg
+
+    folder = default_config_path("anymal_d").parent
+    config = load_config(folder / "anymal_d_command_changes.yaml")
+    assert [s.name for s in config.scenarios] == ["command_changes"]
+    scenario = config.scenarios[0]
+    assert scenario.episodes == 1000 and scenario.seeds == [0] and scenario.duration_s == 20.0
+    cfg = scenario.commands_cfg(CommandsCfg(rel_standing_envs=0.0))
+    assert cfg.resampling_time == 2.5 and cfg.heading_command and cfg.resampling_time_final is None
+    commands = VelocityCommand(cfg, 500, "cpu", torch.Generator().manual_seed(0))
+    commands.resample(torch.ones(500, dtype=torch.bool))
+    first = commands.command[:, :2].clone()
+    for _ in range(130):  # 2.6 s of policy steps: every command redrawn once, again at the edge
+        commands.update(0.02, torch.zeros(500))
+    assert not bool((commands.command[:, :2] == first).all(dim=1).any())
+    assert float(commands.command[:, :2].abs().max(dim=1).values.min()) >= 0.85 - 1e-6
+    assert config.gates == load_config(default_config_path("anymal_d")).gates
