@@ -152,6 +152,9 @@ def commands_cfg(c: task_cfg.CommandsCfg):
     if c.fall_replay_fraction > 0.0:
         raise ValueError("fall_replay_fraction (commands under which envs fell drawn again) has no counterpart in "
                          "Isaac Lab's UniformVelocityCommand here; use 0")
+    if c.tracking_reference_accel is not None:
+        raise ValueError("tracking_reference_accel (the tracking rewards follow a rate-limited reference of the "
+                         "command) has no counterpart in Isaac Lab's velocity tracking terms here; use None")
     # without a curriculum the project's task uses resampling_time_final (if set) from the start; with one,
     # resampling_time until the ranges are full (curriculum_cfg's term switches it)
     period = c.resampling_time if c.resampling_time_final is None or c.has_curriculum else c.resampling_time_final

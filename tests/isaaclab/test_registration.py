@@ -104,6 +104,8 @@ def test_project_command_options_without_an_isaaclab_counterpart_are_clear_error
         commands_cfg(CommandsCfg(boundary_command_fraction=0.5))
     with pytest.raises(ValueError, match="fall_replay_fraction"):
         commands_cfg(CommandsCfg(fall_replay_fraction=0.2))
+    with pytest.raises(ValueError, match="tracking_reference_accel"):
+        commands_cfg(CommandsCfg(tracking_reference_accel=(2.0, 2.0)))
     with pytest.raises(ValueError, match="curriculum_gate_lin_vel_error"):
         commands_cfg(CommandsCfg(curriculum_steps=10, curriculum_initial_scale=0.5, curriculum_gate_lin_vel_error=0.3))
     from diffloco_ext.isaaclab.env_cfg import events_cfg
