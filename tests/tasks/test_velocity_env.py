@@ -1236,6 +1236,20 @@ def test_tracking_reference_reaches_a_new_command_at_its_bounded_acceleration():
     torch.testing.assert_close(plain.reference, plain.command)
     plain.update(dt, torch.zeros(n))
     torch.testing.assert_close(plain.reference, plain.command)
+    # during a curriculum the reference is the command; from its end on it ramps
+    cur = VelocityCommand(CommandsCfg(heading_command=False, rel_standing_envs=0.0, tracking_reference_accel=(2.0, 4.0),
+                                      curriculum_steps=10, curriculum_initial_scale=0.5), n, "cpu",
+                          torch.Generator().manual_seed(0))
+    cur.resample(everyone)
+    cur.reset_reference(everyone, start)
+    torch.testing.assert_close(cur.reference, cur.command)
+    cur.update(dt, torch.zeros(n))
+    torch.testing.assert_close(cur.reference, cur.command)
+    cur.steps = 10
+    cur.reset_reference(everyone, start)
+    torch.testing.assert_close(cur.reference, start)
+    cur.update(dt, torch.zeros(n))
+    assert float(torch.linalg.norm(cur.reference[:, :2] - start[:, :2], dim=1).max()) <= 2.0 * dt + 1e-6
     for bad in ((0.0, 1.0), (1.0, float("nan")), (1.0,)):
         with pytest.raises(ValueError, match="tracking_reference_accel"):
             VelocityCommand(CommandsCfg(tracking_reference_accel=bad), 2, "cpu", torch.Generator())

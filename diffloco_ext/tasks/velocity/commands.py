@@ -217,9 +217,10 @@ class VelocityCommand:
 
     def _advance_reference(self, dt: float) -> None:
         """Move the tracking reference towards the command by at most ``tracking_reference_accel`` x ``dt`` (the
-        planar part by its norm); without the option it is the command."""
+        planar part by its norm); without the option, or before the curriculum has reached the full ranges, it is the
+        command."""
         accel = self.cfg.tracking_reference_accel
-        if accel is None:
+        if accel is None or self.progress < 1.0:
             self.reference = self.command.clone()
             return
         delta = self.command - self.reference
@@ -232,8 +233,9 @@ class VelocityCommand:
     def reset_reference(self, env_mask: torch.Tensor, velocity: torch.Tensor) -> None:
         """Start the tracking reference of the envs in ``env_mask`` [N] bool (reset envs) at ``velocity`` [N, 3]
         (vx, vy m/s in the base frame, wz rad/s: the base's at the reset), or at their command without
-        ``tracking_reference_accel``."""
-        start = self.command if self.cfg.tracking_reference_accel is None else velocity.detach().to(self.command.dtype)
+        ``tracking_reference_accel`` or before the curriculum's end."""
+        ramped = self.cfg.tracking_reference_accel is not None and self.progress >= 1.0
+        start = velocity.detach().to(self.command.dtype) if ramped else self.command
         self.reference = torch.where(env_mask[:, None], start, self.reference)
 
     def _gate(self, lin_vel_xy_error: torch.Tensor | None) -> int:

@@ -93,7 +93,9 @@ class CommandsCfg:
     velocity at each reset: a new command is to be reached at a bounded acceleration instead of at once, where
     the trained policies overshoot and fall (sideways roll-overs 1-2 s after a command change, docs/tasks.md,
     sessions 6-8 and 41). The policy still observes the command; the critic's tracking features follow the
-    reference. A training choice, not part of the interface: the validation measures the error to the command."""
+    reference. Once the curriculum has reached the full ranges (at once without a curriculum; during it the
+    reference is the command). A training choice, not part of the interface: the validation measures the error to
+    the command."""
 
     @property
     def has_curriculum(self) -> bool:
