@@ -797,6 +797,28 @@ def test_env_step_gradients_match_finite_differences_through_a_reset():
     assert g is None or g[0].abs().max() == 0
 
 
+def test_env_step_gradients_match_finite_differences_with_the_tracking_reference():
+    """As above with ``tracking_reference_accel`` on (no curriculum: from the start): the tracking rewards follow a
+    reference that moves during the three steps and restarts at the reset env's velocity, both exogenous (no
+    gradient), so the finite differences and the gradient agree through them."""
+    env = _exact_env(3)
+    env.cfg.commands.tracking_reference_accel = (1.0, 1.0)
+    env.commands.cfg.tracking_reference_accel = (1.0, 1.0)
+    env.commands.reference = env.commands.command + torch.tensor([[0.6, -0.4, 0.5]])  # 0.6 s from the command
+    env.episode_length_buf[0] = env.max_episode_length - 2
+    state = env.state_dict()
+    rng = np.random.default_rng(1)
+    actions = [torch.tensor(rng.uniform(-0.3, 0.3, (3, 12))) for _ in range(3)]
+    for a in actions:
+        a.requires_grad_(True)
+    loss = _loss(env, state, actions)
+    grads = torch.autograd.grad(loss, actions)
+    moved = env.commands.reference - env.commands.command
+    assert float(moved[1:].abs().max()) > 0.1  # the reference still on its way (not the command) for envs 1 and 2
+    entries = [(0, 0, 4), (1, 0, 7), (2, 0, 1), (0, 1, 5), (2, 2, 11), (1, 2, 0)]
+    assert _check_action_gradients(env, state, actions, grads, entries) >= 4
+
+
 def _delayed_env(num_envs: int, fraction: float) -> VelocityEnv:
     return _exact_env(num_envs, observation_delay_fraction=fraction)
 

@@ -258,8 +258,8 @@ class VelocityCommand:
 
     def state_dict(self) -> dict:
         state = {k: getattr(self, k).clone() for k in
-                 ("command", "reference", "heading_target", "is_heading_env", "is_standing_env", "time_left", "since_draw",
-                  "draw_heading_error", "replay_heading_error", "fall_buffer")}
+                 ("command", "reference", "heading_target", "is_heading_env", "is_standing_env", "time_left",
+                  "since_draw", "draw_heading_error", "replay_heading_error", "fall_buffer")}
         state["steps"] = self.steps
         state["gate_error"] = self.gate_error
         state["fall_count"] = self.fall_count

@@ -91,7 +91,7 @@ class CommandsCfg:
     the command itself, as Isaac Lab's task). With a value the rewards track a reference that moves towards the
     command at most this fast (the planar part along the straight line, by its norm), starting from the base's
     velocity at each reset: a new command is to be reached at a bounded acceleration instead of at once, where
-    the trained policies overshoot and fall (sideways roll-overs 1-2 s after a command change, docs/tasks.md,
+    the trained policies overshoot and fall (sideways roll-overs 0.7-3 s after a command change, docs/tasks.md,
     sessions 6-8 and 41). The policy still observes the command; the critic's tracking features follow the
     reference. Once the curriculum has reached the full ranges (at once without a curriculum; during it the
     reference is the command). A training choice, not part of the interface: the validation measures the error to
