@@ -777,16 +777,7 @@ def test_env_step_gradients_match_finite_differences_through_a_reset():
     r.foot_slip, r.excess_joint_vel, r.excess_joint_vel_ratio = -1.0, -0.1, 0.05
     r.action_smoothness = -0.1  # through three steps: a_(t-2) carries the first step's actions into the third
     # (the clips are checked below)
-    env.episode_length_buf[0] = env.max_episode_length - 2
-    state = env.state_dict()
-    rng = np.random.default_rng(0)
-    actions = [torch.tensor(rng.uniform(-0.3, 0.3, (3, 12))) for _ in range(3)]
-    for a in actions:
-        a.requires_grad_(True)
-    loss = _loss(env, state, actions)
-    grads = torch.autograd.grad(loss, actions)
-    entries = [(0, 0, 4), (1, 0, 7), (2, 0, 1), (0, 1, 5), (2, 2, 11), (1, 2, 0)]
-    assert _check_action_gradients(env, state, actions, grads, entries) >= 4
+    state, actions = _three_steps_through_a_reset_match_finite_differences(env, seed=0)
     # env 0 reset after step 1: its last step's observations do not depend on its first actions
     env.load_state_dict(state)
     a0 = actions[0].detach().clone().requires_grad_(True)
@@ -805,18 +796,23 @@ def test_env_step_gradients_match_finite_differences_with_the_tracking_reference
     env.cfg.commands.tracking_reference_accel = (1.0, 1.0)
     env.commands.cfg.tracking_reference_accel = (1.0, 1.0)
     env.commands.reference = env.commands.command + torch.tensor([[0.6, -0.4, 0.5]])  # 0.6 s from the command
-    env.episode_length_buf[0] = env.max_episode_length - 2
-    state = env.state_dict()
-    rng = np.random.default_rng(1)
-    actions = [torch.tensor(rng.uniform(-0.3, 0.3, (3, 12))) for _ in range(3)]
-    for a in actions:
-        a.requires_grad_(True)
-    loss = _loss(env, state, actions)
-    grads = torch.autograd.grad(loss, actions)
+    _three_steps_through_a_reset_match_finite_differences(env, seed=1)
     moved = env.commands.reference - env.commands.command
     assert float(moved[1:].abs().max()) > 0.1  # the reference still on its way (not the command) for envs 1 and 2
+
+
+def _three_steps_through_a_reset_match_finite_differences(env, seed: int):
+    """Env 0 set to time out after the second of three policy steps from the env's state now; the gradient of
+    :func:`_loss` w.r.t. six action entries against float64 central differences. Returns the start state and the
+    actions."""
+    env.episode_length_buf[0] = env.max_episode_length - 2
+    state = env.state_dict()
+    rng = np.random.default_rng(seed)
+    actions = [torch.tensor(rng.uniform(-0.3, 0.3, (3, 12))).requires_grad_(True) for _ in range(3)]
+    grads = torch.autograd.grad(_loss(env, state, actions), actions)
     entries = [(0, 0, 4), (1, 0, 7), (2, 0, 1), (0, 1, 5), (2, 2, 11), (1, 2, 0)]
     assert _check_action_gradients(env, state, actions, grads, entries) >= 4
+    return state, actions
 
 
 def _delayed_env(num_envs: int, fraction: float) -> VelocityEnv:
