@@ -14,6 +14,9 @@ from diffloco_ext.tasks.robot_state import wrap_to_pi as wrap
 from diffloco_ext.tasks.velocity.env import POLICY_TERMS, REWARD_TERMS, VelocityEnv
 from diffloco_ext.tasks.velocity.env_cfg import AnymalDFlatEnvCfg
 
+from .finite_differences import (check_action_gradients, loss_through_steps,
+                                 three_steps_through_a_reset_match_finite_differences)
+
 ISAACLAB_ORDER = [f"{leg}_{kind}" for kind in ("HAA", "HFE", "KFE") for leg in ("LF", "LH", "RF", "RH")]
 
 
@@ -739,33 +742,6 @@ def test_a_diverged_env_is_reset_and_counted():
     assert torch.isfinite(env.q).all() and torch.isfinite(env.u).all()
 
 
-def _loss(env, state, actions):
-    env.load_state_dict(state)
-    total = 0.0
-    for a in actions:
-        obs, reward, dones, extras = env.step(a)
-        total = total + reward.sum() + (obs["policy"] * 0.01).sum() + (extras["final_observations"]["policy"] * 0.01).sum()
-    return total
-
-
-def _check_action_gradients(env, state, actions, grads, entries) -> int:
-    """Float64 central differences (eps 1e-6) of :func:`_loss` w.r.t. the action entries ``(step, env, joint)``
-    against ``grads``; returns how many had a non-negligible derivative."""
-    eps, checked = 1e-6, 0
-    with torch.no_grad():
-        for t, env_i, j in entries:
-            a = [x.detach().clone() for x in actions]
-            a[t][env_i, j] += eps
-            plus = _loss(env, state, a).item()
-            a[t][env_i, j] -= 2 * eps
-            minus = _loss(env, state, a).item()
-            fd = (plus - minus) / (2 * eps)
-            g = grads[t][env_i, j].item()
-            assert abs(g - fd) <= 1e-5 * max(1.0, abs(fd)), (t, env_i, j, g, fd)
-            checked += abs(fd) > 1e-6
-    return checked
-
-
 def test_env_step_gradients_match_finite_differences_through_a_reset():
     """Float64 central differences of rewards and observations over 3 policy steps w.r.t. the actions, with env 0
     timing out (and resetting) after the second step. Heading control is off: the command is exogenous (no
@@ -777,7 +753,7 @@ def test_env_step_gradients_match_finite_differences_through_a_reset():
     r.foot_slip, r.excess_joint_vel, r.excess_joint_vel_ratio = -1.0, -0.1, 0.05
     r.action_smoothness = -0.1  # through three steps: a_(t-2) carries the first step's actions into the third
     # (the clips are checked below)
-    state, actions = _three_steps_through_a_reset_match_finite_differences(env, seed=0)
+    state, actions = three_steps_through_a_reset_match_finite_differences(env, seed=0)
     # env 0 reset after step 1: its last step's observations do not depend on its first actions
     env.load_state_dict(state)
     a0 = actions[0].detach().clone().requires_grad_(True)
@@ -796,23 +772,9 @@ def test_env_step_gradients_match_finite_differences_with_the_tracking_reference
     env.cfg.commands.tracking_reference_accel = (1.0, 1.0)
     env.commands.cfg.tracking_reference_accel = (1.0, 1.0)
     env.commands.reference = env.commands.command + torch.tensor([[0.6, -0.4, 0.5]])  # 0.6 s from the command
-    _three_steps_through_a_reset_match_finite_differences(env, seed=1)
+    three_steps_through_a_reset_match_finite_differences(env, seed=1)
     moved = env.commands.reference - env.commands.command
     assert float(moved[1:].abs().max()) > 0.1  # the reference still on its way (not the command) for envs 1 and 2
-
-
-def _three_steps_through_a_reset_match_finite_differences(env, seed: int):
-    """Env 0 set to time out after the second of three policy steps from the env's state now; the gradient of
-    :func:`_loss` w.r.t. six action entries against float64 central differences. Returns the start state and the
-    actions."""
-    env.episode_length_buf[0] = env.max_episode_length - 2
-    state = env.state_dict()
-    rng = np.random.default_rng(seed)
-    actions = [torch.tensor(rng.uniform(-0.3, 0.3, (3, 12))).requires_grad_(True) for _ in range(3)]
-    grads = torch.autograd.grad(_loss(env, state, actions), actions)
-    entries = [(0, 0, 4), (1, 0, 7), (2, 0, 1), (0, 1, 5), (2, 2, 11), (1, 2, 0)]
-    assert _check_action_gradients(env, state, actions, grads, entries) >= 4
-    return state, actions
 
 
 def _delayed_env(num_envs: int, fraction: float) -> VelocityEnv:
@@ -885,8 +847,8 @@ def test_delayed_observation_gradients_match_finite_differences():
     state = env.state_dict()
     rng = np.random.default_rng(5)
     actions = [torch.tensor(rng.uniform(-0.3, 0.3, (3, 12))).requires_grad_(True) for _ in range(3)]
-    grads = torch.autograd.grad(_loss(env, state, actions), actions)
-    assert _check_action_gradients(env, state, actions, grads, [(0, 0, 4), (1, 1, 7), (0, 2, 11), (1, 0, 2)]) >= 3
+    grads = torch.autograd.grad(loss_through_steps(env, state, actions), actions)
+    assert check_action_gradients(env, state, actions, grads, [(0, 0, 4), (1, 1, 7), (0, 2, 11), (1, 0, 2)]) >= 3
     # the last step's delayed joint observations depend on the second step's action, not on the third's
     env.load_state_dict(state)
     a = [x.detach().clone().requires_grad_(True) for x in actions]

@@ -19,12 +19,16 @@ class QuadrupedActionsCfg:
 
 @dataclass
 class QuadrupedRewardsCfg:
-    """Per policy step: forward-speed tracking ``exp(-(vx - target)^2 / std^2)`` plus DiffRL Ant's shaping
-    terms (uprightness 0.1, heading 1.0, height above the termination height) and a small action penalty."""
+    """Per policy step: forward-speed tracking ``exp(-(vx - target)^2 / std^2)``, optionally DiffRL Ant's progress
+    term (the forward speed vx, m/s) capped at the target speed, plus DiffRL Ant's shaping terms (uprightness 0.1,
+    heading 1.0, height above the termination height) and a small action penalty. vx is the base's world-x speed."""
 
     target_speed: float = 1.0  # m/s, world x
     speed: float = 1.0
     speed_std: float = 0.5  # m/s
+    # weight of min(vx, target_speed) (per m/s): a gradient of the same size at every speed below the target, where
+    # the kernel's at standing (vx = 0) is 8 exp(-4) = 0.15 per m/s of its weight
+    progress: float = 0.0
     up: float = 0.1
     heading: float = 1.0
     height: float = 1.0
