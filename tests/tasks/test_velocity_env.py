@@ -769,8 +769,7 @@ def test_env_step_gradients_match_finite_differences_with_the_tracking_reference
     reference that moves during the three steps and restarts at the reset env's velocity, both exogenous (no
     gradient), so the finite differences and the gradient agree through them."""
     env = _exact_env(3)
-    env.cfg.commands.tracking_reference_accel = (1.0, 1.0)
-    env.commands.cfg.tracking_reference_accel = (1.0, 1.0)
+    env.cfg.commands.tracking_reference_accel = (1.0, 1.0)  # the command generator's own cfg (the same object)
     env.commands.reference = env.commands.command + torch.tensor([[0.6, -0.4, 0.5]])  # 0.6 s from the command
     three_steps_through_a_reset_match_finite_differences(env, seed=1)
     moved = env.commands.reference - env.commands.command
