@@ -1,4 +1,4 @@
-# The two commands of the README: `make train` (main job) and `make test` (test suite).
+# The two commands of the README: `make train` (main job) and `make test` (test suite); `make lint` runs ruff.
 # Both create and fill the virtual environment .venv idempotently first.
 PYTHON ?= python3
 VENV := .venv
@@ -8,7 +8,7 @@ CONSTRAINTS := config/constraints-test.txt
 ISAACLAB_PINS := config/isaaclab/isaaclab.txt config/isaaclab/requirements.txt
 STAMP := $(VENV)/.installed-$(shell cat setup.py extension.toml $(CONSTRAINTS) $(ISAACLAB_PINS) 2>/dev/null | sha1sum | cut -c1-12)
 
-.PHONY: setup train test test-slow benchmark clean
+.PHONY: setup train test test-slow lint benchmark clean
 
 setup: $(STAMP)
 
@@ -34,6 +34,10 @@ test: setup
 
 test-slow: setup
 	$(PY) -m pytest -q -m slow tests $(ARGS)
+
+lint: setup
+	# ruff.toml: pyflakes, pycodestyle, import order
+	$(VENV)/bin/ruff check .
 
 benchmark: setup
 	$(PY) scripts/benchmark_sim.py $(ARGS)

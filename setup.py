@@ -4,8 +4,8 @@ Name, version, description, keywords, authors and license are read from ``extens
 written in one place only.
 """
 
-from pathlib import Path
 import tomllib
+from pathlib import Path
 
 from setuptools import find_packages, setup
 
@@ -32,7 +32,7 @@ INSTALL_REQUIRES = [
 ]
 
 EXTRAS_REQUIRE = {
-    "test": ["pytest", "pytest-timeout", "hypothesis", "onnxruntime", "scipy"],
+    "test": ["pytest", "pytest-timeout", "hypothesis", "onnxruntime", "scipy", "ruff==0.16.9"],
     # Isaac Lab 3.0 (docs/isaaclab.md). It declares Python >= 3.12: there (a real Isaac Lab installation) this
     # extra installs it. On Python 3.11 an unpinned "isaaclab" would resolve to 2.3.2, which needs Isaac Sim, and
     # 3.0 installs only without its dependencies: the extra is empty there and `make setup` installs the kit-less
@@ -55,6 +55,7 @@ setup(
     # Isaac Lab discovers external tasks through this group and imports each module on every `isaaclab` command
     # (so both register with string entry points only and stay light): the differentiable tasks, and their
     # Isaac Lab versions (DiffLoco-*-Isaac).
-    entry_points={"isaaclab.tasks": ["diffloco = diffloco_ext.tasks", "diffloco_isaaclab = diffloco_ext.isaaclab.tasks"]},
+    entry_points={"isaaclab.tasks": ["diffloco = diffloco_ext.tasks",
+                                     "diffloco_isaaclab = diffloco_ext.isaaclab.tasks"]},
     zip_safe=False,
 )

@@ -9,11 +9,14 @@ steps each, smoothed contact) and its backward pass, the loss reading the gaps a
 rollout (PPO's collection, evaluation). Prints seconds per policy step of each and the ratio reference / inside.
 
     .venv/bin/python scripts/benchmark_body_gaps.py [--num-envs 128] [--steps 32] [--rounds 3] [--threads 1]
+
+Counts below 1 are one-line errors.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import torch
@@ -45,14 +48,18 @@ def rollout_seconds(bridge: TorchSimulator, steps: int, inside: bool, backward: 
     return (time.perf_counter() - start) / steps
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict:
+    """Run the benchmark; returns ``{backward: {inside: seconds per policy step}}`` (best of the rounds)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--num-envs", type=int, default=128)
     parser.add_argument("--steps", type=int, default=32)
     parser.add_argument("--substeps", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the main job's ranks use one)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    small = [f"--{name.replace('_', '-')} {value}" for name, value in vars(args).items() if value < 1]
+    if small:
+        parser.error(f"{', '.join(small)}: every count must be at least 1")
     torch.set_num_threads(args.threads)
     model = build_model(get_robot("anymal_d"), args.num_envs, dtype="float32")
     sim = Simulator(model, dt=0.005, contact="smoothed", substeps=args.substeps)
@@ -73,7 +80,8 @@ def main() -> None:
     for backward, name in ((True, "taped, fwd + bwd"), (False, "untaped")):
         after, inside = results[backward][False], results[backward][True]
         print(f"{name:<22} {1e3 * after:>20.2f} {1e3 * inside:>12.2f} {after / inside:>7.2f}")
+    return results
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -1,59 +1,46 @@
 """SHAC against rsl_rl's PPO per iteration and per sample, in one process on one core: what a wall-clock comparison
 of the two learners is made of on this machine.
 
-Both learners train ``DiffLoco-Velocity-Flat-AnymalD`` with the main job's settings (``scripts/main_job.py``'s
-``TRAINING_OVERRIDES``; PPO without the adversary, which needs the simulator's gradient, as ``--algo ppo`` requires)
-and the env counts of one rank of the comparison runs (SHAC 128 envs x 32 steps, PPO 512 x 24: two such ranks make
-the project's 2 x 128 and 2 x 512). Interleaved rounds, each ``--iterations`` iterations of SHAC then of PPO (after
-``--warmup`` iterations of each, which compile and record the simulator's graphs), timed on the wall clock; between
-the learners' rounds, ``--iterations`` untaped rollouts of SHAC's envs x steps time the simulator and the task
-alone (random actions, no gradient: the floor any learner pays per sample). Prints per round and, from the best
-round of each, the ratios::
+Both learners train ``DiffLoco-Velocity-Flat-AnymalD``'s recipe (its registered configs; PPO without the gradient
+adversary, which needs the simulator's gradient, as ``--algo ppo`` trains it) and the env counts of one rank of the
+comparison runs (SHAC 128 envs x 32 steps, PPO 512 x 24: two such ranks make the project's 2 x 128 and 2 x 512).
+Interleaved rounds, each ``--iterations`` iterations of SHAC then of PPO (after ``--warmup`` iterations of each,
+which compile and record the simulator's graphs), timed on the wall clock; between the learners' rounds,
+``--iterations`` untaped rollouts of SHAC's envs x steps time the simulator and the task alone (random actions, no
+gradient: the floor any learner pays per sample). Prints per round and, from the best round of each, the ratios::
 
     .venv/bin/python scripts/benchmark_learners.py --rounds 3 --iterations 5
 
 The figure a sample-count comparison turns on: ``ppo samples/s / shac samples/s``. A SHAC run needs that many
 times fewer samples than PPO to match it on the wall clock, and ten times that for the task issue's 10x less
 wall-clock. Both learners run in the curriculum's first iterations here (the iterations after the curriculum cost
-~15 % more for SHAC: ``docs/tasks.md``, session 36), with the torch threads set to 1 (Warp's CPU kernels run on one
-core).
+~15 % more for SHAC), with the torch threads set to 1 (Warp's CPU kernels run on one core). Counts below 1 are
+one-line errors.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from diffloco_ext.learning.cli import add_common_args, load_configs  # noqa: E402
-from diffloco_ext.learning.runner import make_runner  # noqa: E402
-from diffloco_ext.tasks import registry  # noqa: E402
+from diffloco_ext.learning.cli import add_common_args, load_configs, positive_int
+from diffloco_ext.learning.runner import make_runner
+from diffloco_ext.tasks import registry
 
 TASK = "DiffLoco-Velocity-Flat-AnymalD"
 
 
-def training_overrides(algo: str) -> list[str]:
-    """The main job's overrides for ``algo``: all of them for SHAC, the ``env.*`` ones but the adversary for PPO."""
-    from main_job import TRAINING_OVERRIDES
-
-    if algo == "shac":
-        return list(TRAINING_OVERRIDES)
-    return [o for o in TRAINING_OVERRIDES if o.startswith("env.") and "adversarial" not in o]
-
-
 def build(algo: str, num_envs: int, seed: int, extra: list[str]):
-    """A runner without logging (``log_dir`` None) for ``algo`` on the task with the main job's settings."""
+    """A runner without logging (``log_dir`` None) for ``algo`` on the task's recipe, as ``scripts/train.py`` builds
+    it."""
     parser = argparse.ArgumentParser()
     add_common_args(parser)
     args = parser.parse_args(["--task", TASK, "--algo", algo, "--num_envs", str(num_envs), "--seed", str(seed),
-                              *training_overrides(algo), *extra])
+                              *extra])
     env_cfg, agent_cfg = load_configs(args)
     env = registry.make_env(TASK, env_cfg)
     return make_runner(env, agent_cfg, log_dir=None, device="cpu"), env_cfg
@@ -78,12 +65,12 @@ def time_rollout(env, steps: int, iterations: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--iterations", type=int, default=5, help="timed iterations per learner and round")
-    parser.add_argument("--warmup", type=int, default=2, help="untimed iterations of each learner first")
-    parser.add_argument("--shac_envs", type=int, default=128)
-    parser.add_argument("--ppo_envs", type=int, default=512)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=positive_int, default=3)
+    parser.add_argument("--iterations", type=positive_int, default=5, help="timed iterations per learner and round")
+    parser.add_argument("--warmup", type=positive_int, default=2, help="untimed iterations of each learner first")
+    parser.add_argument("--shac_envs", type=positive_int, default=128)
+    parser.add_argument("--ppo_envs", type=positive_int, default=512)
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--json", default=None, help="write the figures to this file")
     args = parser.parse_args(argv)
@@ -116,8 +103,8 @@ def main(argv: list[str] | None = None) -> dict:
               f"({row['rollout_samples_per_s']:,.0f} samples/s); PPO / SHAC samples/s "
               f"{row['ppo_samples_per_s'] / row['shac_samples_per_s']:.2f}", flush=True)
 
-    best = {"shac_s_per_it": min(r["shac_s_per_it"] for r in rows), "ppo_s_per_it": min(r["ppo_s_per_it"] for r in rows),
-            "rollout_s": min(r["rollout_s"] for r in rows)}
+    best = {"shac_s_per_it": min(r["shac_s_per_it"] for r in rows),
+            "ppo_s_per_it": min(r["ppo_s_per_it"] for r in rows), "rollout_s": min(r["rollout_s"] for r in rows)}
     best["shac_samples_per_s"] = shac_samples / best["shac_s_per_it"]
     best["ppo_samples_per_s"] = ppo_samples / best["ppo_s_per_it"]
     best["rollout_samples_per_s"] = shac_samples / best["rollout_s"]
@@ -127,7 +114,7 @@ def main(argv: list[str] | None = None) -> dict:
                "shac_over_rollout_time_per_sample": best["rollout_samples_per_s"] / best["shac_samples_per_s"],
                "ppo_over_rollout_time_per_sample": best["rollout_samples_per_s"] / best["ppo_samples_per_s"]}
     print(f"[benchmark] best rounds: SHAC {best['shac_s_per_it']:.3f} s/it, PPO {best['ppo_s_per_it']:.3f} s/it "
-          f"(paper A on a GPU: 0.33 / 0.18 s); per sample SHAC costs {ratio:.2f}x PPO, "
+          f"(Schwarke et al. on a GPU: 0.33 / 0.18 s); per sample SHAC costs {ratio:.2f}x PPO, "
           f"{summary['shac_over_rollout_time_per_sample']:.2f}x an untaped rollout (PPO "
           f"{summary['ppo_over_rollout_time_per_sample']:.2f}x). SHAC matches PPO's wall-clock with {ratio:.1f}x "
           f"fewer samples, and needs {10 * ratio:.0f}x fewer for 10x less wall-clock.", flush=True)

@@ -19,6 +19,9 @@ stricter ratio against the bare step (which skips the foot kinematics at the new
     python scripts/benchmark_sim.py --cpu-time       # this process's CPU time instead of wall time (shared machines)
     python scripts/benchmark_sim.py --paired-rounds 7 --no-backward   # step vs MuJoCo, interleaved rounds
 
+Bad arguments (a non-positive env count or step count, ``--device cuda`` where Warp finds no GPU) are one-line
+errors.
+
 Times on shared machines are noisy: every figure is the best of several timings, and ratios compare
 figures from one run. ``--paired-rounds R`` measures the step against MuJoCo in R interleaved rounds (MuJoCo
 for 0.5 s, then our step for as long, at each env count) and reports the median and range of the per-round
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 import mujoco
@@ -44,6 +48,7 @@ from diffloco_ext.sim import Simulator, build_model
 from diffloco_ext.sim.contact import CONTACT_MODES
 from diffloco_ext.sim.simulator import StepData
 from diffloco_ext.sim.torch_bridge import TorchSimulator
+from diffloco_ext.sim.warp_setup import resolve_device
 
 #: The clock every timing reads: wall time, or with ``--cpu-time`` this process's CPU time (``time.process_time``:
 #: on a shared machine it leaves out the time other processes hold the core; Warp's CPU launches and torch, set to
@@ -250,13 +255,13 @@ def profile_backward(sim: Simulator, steps: int = 4, repeats: int = 3) -> list[t
     return sorted(best.items(), key=lambda kv: -kv[1])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--robot", default="anymal_d", choices=sorted(ROBOTS))
     parser.add_argument("--num-envs", type=int, nargs="+", default=[1, 64, 1024, 4096])
     parser.add_argument("--steps", type=int, default=32)
     parser.add_argument("--dt", type=float, default=0.005)
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda[:N] (Warp's)")
     parser.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     parser.add_argument("--contact", default="none", choices=CONTACT_MODES)
     parser.add_argument("--no-backward", action="store_true", help="skip forward+backward timing")
@@ -270,7 +275,17 @@ def main() -> None:
     parser.add_argument("--paired-rounds", type=int, default=0,
                         help="also measure the step against MuJoCo in this many interleaved rounds per env count "
                              "and print the median and range of the per-round ratios")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if min(args.num_envs) < 1 or args.steps < 1:
+        parser.error(f"--num-envs and --steps must be at least 1, got {args.num_envs} and {args.steps}")
+    if not args.dt > 0:
+        parser.error(f"--dt must be a time step > 0 s, got {args.dt}")
+    if args.substeps < 0 or args.paired_rounds < 0:
+        parser.error("--substeps and --paired-rounds must be 0 (off) or more")
+    try:
+        args.device = resolve_device(args.device)
+    except (RuntimeError, ValueError) as err:
+        parser.error(f"--device: {err}")
     torch.set_num_threads(1)
     if args.cpu_time:
         global clock
@@ -356,4 +371,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

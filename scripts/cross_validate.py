@@ -1,21 +1,22 @@
 """Which trained policy transfers best: several policies (e.g. SHAC and PPO trained in our simulator, PPO trained in
 Isaac Lab) each validated in the same backends on the same scenarios, side by side.
 
-    .venv/bin/python scripts/cross_validate.py --task DiffLoco-Velocity-Flat-AnymalD \
-        --policy SHAC=<run>/exported/policy.pt PPO=<run>/model_590.pt PPO-Isaac=<isaac run>/exported/policy.pt \
-        --trained_in SHAC=hard PPO=hard PPO-Isaac=isaaclab-physx \
-        --backend hard mujoco isaaclab-physx isaaclab-newton \
+    .venv/bin/python scripts/cross_validate.py --task DiffLoco-Velocity-Flat-AnymalD \\
+        --policy SHAC=<run>/exported/policy.pt PPO=<run>/model_590.pt PPO-Isaac=<isaac run>/exported/policy.pt \\
+        --trained_in SHAC=hard PPO=hard PPO-Isaac=isaaclab-physx \\
+        --backend hard mujoco isaaclab-physx isaaclab-newton \\
         --scenarios config/validation/anymal_d_random100.yaml --only random_commands --out /tmp/cross
 
 Each policy is validated by ``scripts/validate.py`` (one process per policy, ``--jobs`` of them at a time, its report
-in ``<out>/<label>/``; a report already there is reused with ``--reuse``): an exported TorchScript/ONNX file goes to ``--policy``, an rsl_rl
-checkpoint (``model_*.pt``, ``average_*.pt``, told apart by content) to ``--checkpoint``. The table (``<out>/cross_validation.md`` and ``.json``) lists per
-scenario, policy and backend the planar and yaw tracking errors and the fall rate, and per policy the transfer gap: the largest difference of a validator's planar error from the one in the
-simulator the policy was trained in (``--trained_in``; without it the spread over the backends). The figure
-(``<out>/cross_validation.png``) shows the three measures as grouped bars, a row per scenario.
+in ``<out>/<label>/``; a report already there is reused with ``--reuse``): an exported TorchScript/ONNX file goes to
+``--policy``, an rsl_rl checkpoint (``model_*.pt``, ``average_*.pt``, told apart by content) to ``--checkpoint``.
+The table (``<out>/cross_validation.md`` and ``.json``) lists per scenario, policy and backend the planar and yaw
+tracking errors and the fall rate, and per policy the transfer gap: the largest difference of a validator's planar
+error from the one in the simulator the policy was trained in (``--trained_in``; without it the spread over the
+backends). The figure (``<out>/cross_validation.png``) shows the three measures as grouped bars, a row per scenario.
 
 A policy FAILing its gates is expected here (validate.py exits 1 then): the script reads the measures either way and
-stops only when a validation did not produce its report.
+stops, with a one-line error, only when a validation did not produce its report.
 """
 
 from __future__ import annotations
@@ -37,9 +38,9 @@ def parse_pairs(items: list[str] | None, what: str) -> dict[str, str]:
     for item in items or []:
         label, sep, value = item.partition("=")
         if not sep or not label or not value:
-            raise SystemExit(f"cross_validate: {what} '{item}' is not LABEL=VALUE")
+            raise SystemExit(f"error: {what} '{item}' is not LABEL=VALUE")
         if label in pairs:
-            raise SystemExit(f"cross_validate: {what} label '{label}' given twice")
+            raise SystemExit(f"error: {what} label '{label}' given twice")
         pairs[label] = value
     return pairs
 
@@ -107,15 +108,15 @@ def run_validations(args, policies: dict[str, str]) -> None:
         wait_one()
     if failed:
         where = " (its output: <out>/<label>/validate.log)" if args.jobs > 1 else " (its output above)"
-        raise SystemExit(f"cross_validate: the validation of {', '.join(f'{l!r} (exit {rc})' for l, rc in failed)} "
-                         f"failed{where}")
+        names = ", ".join(f"{label!r} (exit {rc})" for label, rc in failed)
+        raise SystemExit(f"error: the validation of {names} failed{where}")
 
 
 def backend_measures(summary: dict, backend: str) -> dict[str, dict[str, float]]:
     """``{scenario: {measure: value}}`` of one backend's report."""
     report = summary["backends"].get(backend)
     if report is None:
-        raise SystemExit(f"cross_validate: the report of {summary.get('policy')} has no backend '{backend}' "
+        raise SystemExit(f"error: the report of {summary.get('policy')} has no backend '{backend}' "
                          f"(skipped: {summary.get('skipped', {})})")
     return {name: {key: float(sc["metrics"][key]) for key, _ in MEASURES} for name, sc in report["scenarios"].items()}
 
@@ -173,9 +174,10 @@ def plot(table: dict, backends: list[str], path: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--task", default="DiffLoco-Velocity-Flat-AnymalD")
-    parser.add_argument("--policy", nargs="+", required=True, help="LABEL=PATH (exported .pt/.onnx file or rsl_rl checkpoint)")
+    parser.add_argument("--policy", nargs="+", required=True,
+                        help="LABEL=PATH (exported .pt/.onnx file or rsl_rl checkpoint)")
     parser.add_argument("--trained_in", nargs="*", default=None, help="LABEL=BACKEND the policy was trained in")
     parser.add_argument("--backend", nargs="+", default=["hard", "mujoco"])
     parser.add_argument("--scenarios", default=None)
@@ -190,12 +192,12 @@ def main(argv: list[str] | None = None) -> dict:
     trained_in = parse_pairs(args.trained_in, "--trained_in")
     unknown = sorted(set(trained_in) - set(policies))
     if unknown:
-        raise SystemExit(f"cross_validate: --trained_in names policies not given: {unknown}")
+        raise SystemExit(f"error: --trained_in names policies not given: {unknown}")
     for label, path in policies.items():
         if not os.path.exists(path):
-            raise SystemExit(f"cross_validate: policy '{label}': no file {path}")
+            raise SystemExit(f"error: policy '{label}': no file {path}")
     if args.jobs < 1:
-        raise SystemExit("cross_validate: --jobs must be at least 1")
+        raise SystemExit("error: --jobs must be at least 1")
     os.makedirs(args.out, exist_ok=True)
     run_validations(args, policies)
     table: dict[str, dict[str, dict[str, float]]] = {}

@@ -2,57 +2,70 @@
 its metrics: the quadruped's forward speed), export it, optionally film it.
 
     .venv/bin/python scripts/play.py --task DiffLoco-Velocity-Flat-AnymalD --checkpoint latest
-    .venv/bin/python scripts/play.py --task DiffLoco-Velocity-Flat-AnymalD --checkpoint logs/shac/.../model_300.pt \
+    .venv/bin/python scripts/play.py --task DiffLoco-Velocity-Flat-AnymalD --checkpoint logs/shac/.../model_300.pt \\
         --video --video_length 500 env.sim.contact=hard
 
 Writes ``<run>/exported/policy.pt`` (TorchScript) and ``<run>/exported/policy.onnx`` (observation normaliser
 inside, input ``[B, 48]`` float32 in Isaac Lab's observation order, output ``[B, 12]`` actions, deterministic),
 checks both against the torch policy, and with ``--video`` ``<run>/videos/play.mp4`` (MuJoCo's renderer,
 headless). Evaluation settings: no observation noise, no pushes, nominal parameters (as Isaac Lab's play
-configs); the commands are the task's.
+configs); the commands are the task's. A checkpoint that is missing, corrupt or of another task or learner is a
+one-line error.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 
 import numpy as np
 import torch
 
-from diffloco_ext.learning.cli import add_common_args, load_configs, resolve_checkpoint
+from diffloco_ext.learning.cli import add_common_args, load_configs, positive_int, resolve_checkpoint
 from diffloco_ext.learning.export import check_exported_policy, export_policy_as_jit, export_policy_as_onnx
 from diffloco_ext.learning.runner import make_runner
 from diffloco_ext.tasks import registry
 from diffloco_ext.tasks.cfg_override import ConfigOverrideError
 from diffloco_ext.tasks.vec_env import TIME_OUTS_KEY
+from diffloco_ext.validation.policy_io import describe, is_torchscript_archive
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_args(parser)
-    parser.add_argument("--steps", type=int, default=500, help="policy steps to roll out")
+    parser.add_argument("--steps", type=positive_int, default=500, help="policy steps to roll out")
     parser.add_argument("--video", action="store_true", help="render an MP4 of env 0 (headless)")
-    parser.add_argument("--video_length", type=int, default=300, help="policy steps in the video")
+    parser.add_argument("--video_length", type=positive_int, default=300, help="policy steps in the video")
     parser.add_argument("--no_export", action="store_true", help="skip the TorchScript/ONNX export")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     if args.num_envs is None:
         args.num_envs = 16
     try:
-        env_cfg, agent_cfg = load_configs(args)
+        env_cfg, agent_cfg = load_configs(args, play=True)
     except (KeyError, ConfigOverrideError) as err:
         parser.error(str(err.args[0] if isinstance(err, KeyError) else err))
     for name, value in (("observation_noise", False), ("randomization", False)):
         section = getattr(env_cfg, name, None)
         if section is not None and hasattr(section, "enable"):
             section.enable = value
-    path = resolve_checkpoint(args, agent_cfg, args.checkpoint or "latest")
+    try:
+        path = resolve_checkpoint(args, agent_cfg, args.checkpoint or "latest")
+    except (FileNotFoundError, re.error) as err:
+        parser.error(f"--checkpoint: {err}")
+    if is_torchscript_archive(path):
+        parser.error(f"--checkpoint: '{path}' is an exported TorchScript policy, not an rsl_rl checkpoint "
+                     "(scripts/validate.py --policy runs exported policies)")
     print(f"[diffloco] playing {path}", flush=True)
     env = registry.make_env(args.task, env_cfg)
     runner = make_runner(env, agent_cfg, log_dir=None, device=agent_cfg.device)
-    runner.load(path, load_cfg={"actor": True, "critic": False, "optimizer": False, "iteration": True})
+    try:
+        runner.load(path, load_cfg={"actor": True, "critic": False, "optimizer": False, "iteration": True})
+    except Exception as err:  # noqa: BLE001 - a corrupt file, or a checkpoint of another task or learner
+        raise SystemExit(f"error: checkpoint '{path}' does not load into the {args.algo} runner of '{args.task}' "
+                         f"({describe(err)})") from None
     policy = runner.get_inference_policy()
     result = {"checkpoint": path}
 

@@ -1,81 +1,24 @@
 """Train a registered task with SHAC (default) or rsl_rl's PPO, rsl_rl-style.
 
-    .venv/bin/python scripts/train.py --task DiffLoco-Velocity-Flat-AnymalD --algo shac --num_envs 256 \
-        --max_iterations 300 env.sim.contact.kappa=300 agent.algorithm.actor_learning_rate=1e-3
-    .venv/bin/python scripts/train.py --task DiffLoco-Velocity-Flat-AnymalD --algo ppo --num_envs 256
+    # the velocity task's training recipe (its registered configs), one process of 128 envs
+    .venv/bin/python scripts/train.py --task DiffLoco-Velocity-Flat-AnymalD --algo shac
+    # exactly what `make train` trains: two data-parallel ranks of 128 envs, one per core
+    .venv/bin/torchrun --nproc_per_node=2 scripts/train.py --task DiffLoco-Velocity-Flat-AnymalD --algo shac
+    # rsl_rl's PPO with Isaac Lab's ANYmal-D settings on the same env
+    .venv/bin/python scripts/train.py --task DiffLoco-Velocity-Flat-AnymalD --algo ppo --num_envs 512
+    # overrides of any config field, and resuming
+    .venv/bin/python scripts/train.py --task DiffLoco-Velocity-Flat-AnymalD env.sim.contact.kappa=300
     .venv/bin/python scripts/train.py --task ... --resume --load_run 2026-12-01_10-00-00 --checkpoint model_100.pt
-    .venv/bin/torchrun --nproc_per_node 2 scripts/train.py --task ...    # two data-parallel ranks (both cores)
 
 Logs go to ``logs/<algo>/<experiment>/<timestamp>[_<run>]/`` (``params/env.yaml``, ``params/agent.yaml``,
-``model_<it>.pt``, TensorBoard); one progress line per iteration (reward, tracking errors, episode length,
-env-steps/s, time left). Unknown task ids, unknown override keys and values of the wrong type are clear errors.
+``model_<it>.pt`` every 50 iterations, TensorBoard); one progress line per iteration (reward, tracking errors,
+episode length, env-steps/s, time left). Unknown task ids, unknown override keys and values of the wrong type are
+one-line errors.
 """
 
-from __future__ import annotations
-
-import argparse
-import os
 import sys
-import time
 
-import torch
-
-from diffloco_ext.learning.cli import (add_common_args, learn_within_budget, load_configs, new_run_dir, resolve_checkpoint,
-                                      seed_everything)
-from diffloco_ext.learning.runner import make_runner
-from diffloco_ext.tasks import registry
-from diffloco_ext.tasks.cfg_override import ConfigOverrideError
-
-
-def main(argv: list[str] | None = None) -> str:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_args(parser)
-    parser.add_argument("--max_iterations", type=int, default=None, help="learning iterations (with --resume: this many more, as rsl_rl's and Isaac "
-                        "Lab's learn(); SHAC's learning-rate schedule spans the run's iterations, those before the "
-                        "resume included, so to finish an interrupted schedule pass the iterations it had left)")
-    parser.add_argument("--resume", action="store_true", help="continue from a checkpoint (--load_run/--checkpoint)")
-    parser.add_argument("--logger", default=None, choices=["tensorboard", "wandb", "neptune"])
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (Warp runs on one core)")
-    parser.add_argument("--max_minutes", type=float, default=None,
-                        help="wall-clock budget: with --max_iterations, the learning-rate schedule spans those and "
-                             "training stops early if the budget runs out (at a checkpoint); without, the count is "
-                             "fitted to the budget after 5 iterations")
-    args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    try:
-        env_cfg, agent_cfg = load_configs(args)
-    except (KeyError, ConfigOverrideError) as err:
-        parser.error(str(err.args[0] if isinstance(err, KeyError) else err))
-    resume_path = resolve_checkpoint(args, agent_cfg) if args.resume else None
-    if resume_path is not None:  # params/agent.yaml says where the run came from (compare_learners joins the two)
-        agent_cfg.resume, agent_cfg.load_checkpoint = True, resume_path
-    rank = int(os.environ.get("RANK", "0"))  # data-parallel ranks (torchrun): own envs and seed, rank 0 logs
-    env_cfg.seed += rank
-    seed_everything(agent_cfg.seed + rank)  # the network is broadcast from rank 0; the exploration noise differs
-    log_dir = new_run_dir(args, agent_cfg, env_cfg) if rank == 0 else None
-    where = f"logs in {log_dir}" if rank == 0 else f"rank {rank} (rank 0 logs)"
-    print(f"[diffloco] task {args.task}, {args.algo}, {env_cfg.num_envs} envs, {where}", flush=True)
-    env = registry.make_env(args.task, env_cfg)
-    runner = make_runner(env, agent_cfg, log_dir=log_dir, device=agent_cfg.device)
-    if resume_path is not None:
-        print(f"[diffloco] resuming from {resume_path}", flush=True)
-        runner.load(resume_path)
-    start = time.time()
-    # episodes start at random lengths (Isaac Lab's and rsl_rl's train scripts), unless a resume restored the envs
-    # mid-episode (SHAC's checkpoints hold every rank's env state): then the run continues as the interrupted one
-    random_start = not getattr(runner, "env_state_restored", False)
-    if args.max_minutes is not None:
-        iterations = learn_within_budget(runner, args.max_minutes, schedule_iterations=args.max_iterations,
-                                         init_at_random_ep_len=random_start)
-    else:
-        iterations = agent_cfg.max_iterations
-        if hasattr(runner.alg, "max_iterations"):  # SHAC's schedule: the iterations before a resume count too
-            runner.alg.max_iterations = runner.current_learning_iteration + iterations
-        runner.learn(num_learning_iterations=iterations, init_at_random_ep_len=random_start)
-    where = f"checkpoints in {log_dir}" if rank == 0 else f"rank {rank}"
-    print(f"[diffloco] trained {iterations} iterations in {time.time() - start:.0f} s; {where}", flush=True)
-    return log_dir
-
+from diffloco_ext.learning.train import main
 
 if __name__ == "__main__":
     main(sys.argv[1:])

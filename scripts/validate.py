@@ -1,9 +1,9 @@
 """Validate a velocity-tracking policy before hardware: replay it under hard contact in other simulators with
 scenarios and gates, print PASS or FAIL with every failing gate, write a report (exit status 1 on FAIL).
 
-    .venv/bin/python scripts/validate.py --task DiffLoco-Velocity-Flat-AnymalD \
+    .venv/bin/python scripts/validate.py --task DiffLoco-Velocity-Flat-AnymalD \\
         --policy logs/shac/anymal_d_flat/<run>/exported/policy.pt --backend all
-    .venv/bin/python scripts/validate.py --task DiffLoco-Velocity-Flat-AnymalD \
+    .venv/bin/python scripts/validate.py --task DiffLoco-Velocity-Flat-AnymalD \\
         --checkpoint logs/shac/anymal_d_flat/<run>/model_496.pt --backend mujoco --video --out report/
 
 ``--policy``: an exported TorchScript (``.pt``) or ONNX (``.onnx``) file, run as deployed. ``--checkpoint``: an
@@ -11,7 +11,8 @@ rsl_rl checkpoint (``model_*.pt``, or a run folder: its latest), loaded through 
 to ``<out>/exported/`` first (the export gate then compares TorchScript and ONNX with the torch policy).
 ``--scenarios``: a scenario/gate file (default ``config/validation/<robot>.yaml``). Backends: ``hard`` (the
 project's simulator, hard contact), ``mujoco``, ``isaaclab`` (PhysX and Newton; needs Isaac Lab), ``all``
-(every backend that can run here). Exit status: 0 PASS, 1 FAIL, 2 bad input.
+(every backend that can run here). Exit status: 0 PASS, 1 FAIL, 2 bad input (a missing, corrupt or foreign policy
+or checkpoint, a bad scenario file, an unknown or unavailable backend: one line on stderr).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ MAX_LISTED = 30  # failing gates printed (the report lists all)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--task", required=True, help="registered velocity task id")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--checkpoint", help="rsl_rl checkpoint model_*.pt (or its run folder)")

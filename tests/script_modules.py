@@ -11,9 +11,11 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
 
 def load_script(name: str) -> ModuleType:
-    """``scripts/<name>.py`` loaded as a fresh module (registered in ``sys.modules``: dataclasses look their module
-    up while the module executes)."""
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    """``scripts/<name>.py`` (``name`` may name a subfolder: ``experiments/kappa_sweep``) loaded as a fresh module
+    named after the file (registered in ``sys.modules``: dataclasses look their module up while the module
+    executes)."""
+    path = SCRIPTS / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)

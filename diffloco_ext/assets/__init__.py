@@ -31,6 +31,7 @@ def get_robot(name: str) -> RobotDescription:
 
 
 __all__ = [
-    "ActuatorParams", "Body", "CollisionShape", "FootSphere", "Joint", "RobotDescription", "RobotDescriptionError", "ROBOTS",
+    "ActuatorParams", "Body", "CollisionShape", "FootSphere", "Joint", "RobotDescription", "RobotDescriptionError",
+    "ROBOTS",
     "get_robot", "import_urdf",
 ]

@@ -101,7 +101,8 @@ def to_mjcf(
             attrs["range"] = _num(j.lower, j.upper)
         ET.SubElement(elem, "joint", **attrs)
 
-    if visuals:  # the collision capsules as visual geometry only: group 1, no contacts, no mass (inertials are explicit)
+    # the collision capsules as visual geometry only: group 1, no contacts, no mass (inertials are explicit)
+    if visuals:
         for i, shape in enumerate(robot.collision_shapes):
             geom = dict(name=f"{shape.body}_visual_{i}", contype="0", conaffinity="0", group="1", mass="0",
                         rgba="0.35 0.38 0.42 1")

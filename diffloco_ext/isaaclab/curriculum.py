@@ -23,8 +23,7 @@ Isaac Lab's ``common_step_counter`` (policy steps, all envs step together) as th
 
 Isaac Lab computes curriculum terms when envs reset (``ManagerBasedRLEnv._reset_idx``), so the ranges follow the
 clock at every reset, i.e. every few steps once episodes end at different times, as the project's resample.
-The performance gate (``curriculum_gate_lin_vel_error``) and the boundary commands have no counterpart here
-(:func:`diffloco_ext.isaaclab.env_cfg.commands_cfg` refuses them).
+The boundary commands have no counterpart here (:func:`diffloco_ext.isaaclab.env_cfg.commands_cfg` refuses them).
 
 **Resuming** (``isaaclab train ... --resume``): Isaac Lab restores the learner, not the env, so its step counter
 starts again at 0; the ``start_step`` param (policy steps already trained: iterations x ``num_steps_per_env``, e.g.
@@ -228,12 +227,10 @@ def interpolated_params(before, after, fraction: float):
 #: Event terms built again when their ranges change: they sample from the range at construction.
 REBUILT_EVENTS = ("physics_material",)
 #: The project's ``RandomizationRangesCfg`` ranges; each is the curriculum param ``<name>_after_curriculum``
-#: (``edge_fraction``, ``adversarial_fraction`` and ``observation_delay_fraction`` are not ranges, and
-#: ``contact_kappa_scale`` and the soft grounds are the training simulator's: the Isaac Lab mapping rejects them,
-#: ``env_cfg.events_cfg``).
+#: (``adversarial_fraction`` is not a range, and the soft grounds are the training simulator's: the Isaac Lab mapping
+#: rejects them, ``env_cfg.events_cfg``).
 RANDOMIZATION_AFTER_CURRICULUM = tuple(f.name for f in dataclasses.fields(RandomizationRangesCfg) if f.name not in
-                                       ("edge_fraction", "adversarial_fraction", "observation_delay_fraction",
-                                        "contact_kappa_scale", "soft_ground_fraction", "soft_ground_stiffness"))
+                                       ("adversarial_fraction", "soft_ground_fraction", "soft_ground_stiffness"))
 
 
 def event_params_after_curriculum(params: dict, env) -> dict[str, dict]:

@@ -6,14 +6,19 @@ policy moves between the differentiable task and this one unchanged: 48 observat
 same training noise, 12 actions in Isaac Lab's joint order (``target = default + 0.5 action``), 50 Hz
 (0.005 s x 4), 20 s episodes.
 
-| project term (weight) | Isaac Lab term |
-| --- | --- |
-| tracking, lin_vel_z, ang_vel_xy, flat_orientation, joint_torques, joint_acc, action_rate | Isaac Lab's ``mdp`` functions of the same names (Isaac Lab's torques and accelerations are the last physics step's, the project's the policy step's mean) |
-| foot_height_reference (1.0) | :class:`~.mdp.foot_height_reference` (the project's functions) |
-| undesired_contact (-1.0 per cm of thigh/shank penetration) | ``undesired_contacts``: count of thighs and shanks with contact force > 1 N (penetration is not observable in PhysX/Newton) |
-| joint_pos_limits (-10), termination (-50), base_height (-50, 0.55 m), alive (1.0) | ``joint_pos_limits`` (soft factor 0.95), ``is_terminated``, ``base_height_l2``, ``is_alive`` |
-| excess_tilt, excess_ang_vel_xy, excess_lin_vel_xy_error (hinge penalties) | :mod:`.mdp`'s terms of the same names (the project's functions) |
-| foot_slip, excess_joint_vel, torque_saturation, action_smoothness, foot_touchdown (gait terms) | :mod:`.mdp`'s terms of the same names (the project's functions; torque_saturation on the actuators' computed and applied efforts, at the last substep); ``after_curriculum``: :mod:`.curriculum` turns them on when the command ranges are full |
+Project terms (weight) and the Isaac Lab terms that carry them:
+
+* tracking, lin_vel_z, ang_vel_xy, flat_orientation, joint_torques, joint_acc, action_rate: Isaac Lab's ``mdp``
+  functions of the same names (Isaac Lab's torques and accelerations are the last physics step's, the project's
+  the policy step's mean);
+* foot_height_reference (1.0): :class:`~.mdp.foot_height_reference` (the project's functions);
+* undesired_contact (-1.0 per cm of thigh/shank penetration): ``undesired_contacts``, the count of thighs and shanks
+  with contact force > 1 N (penetration is not observable in PhysX/Newton);
+* joint_pos_limits (-10), termination (-50), base_height (-50, 0.55 m), alive (1.0): ``joint_pos_limits`` (soft
+  factor 0.95), ``is_terminated``, ``base_height_l2``, ``is_alive``;
+* foot_slip, excess_joint_vel, torque_saturation (gait terms): :mod:`.mdp`'s terms of the same names (the project's
+  functions; torque_saturation on the actuators' computed and applied efforts, at the last substep);
+  ``after_curriculum``: :mod:`.curriculum` turns them on when the command ranges are full.
 
 Randomisation at every reset, as the project's: foot and body friction U(0.4, 1.2) (Isaac Lab samples static and
 dynamic friction apart, made consistent; the ground's material has the range's lower bound and both combine by
@@ -27,8 +32,8 @@ joint, the project one factor per env), pushes of +-0.5 m/s every 10-15 s. Reset
 The project's command curriculum (initial ranges widening to the full ones, then the final resampling period, the
 ``after_curriculum`` reward terms, the ``weights_curriculum_end`` and ``weights_after_curriculum`` weights and the
 pushes) is the curriculum term ``commands`` (:mod:`.curriculum`), on
-Isaac Lab's policy-step counter; the project's default task has none (the term keeps the full ranges). The main
-job's training settings as ``isaaclab`` overrides: ``config/isaaclab/main_job_overrides.txt``.
+Isaac Lab's policy-step counter. The twins carry the registered tasks' training recipe (``make train``'s), except
+the settings :data:`NOT_MIRRORED` names, which Isaac Lab has no counterpart for.
 
 Physics presets (``presets=NAME`` on the ``isaaclab`` command line): ``newton_mjwarp`` (default; MuJoCo-Warp,
 2 substeps, implicitfast, elliptic cones, impratio 100, as Isaac Lab's flat ANYmal-D task), ``physx`` (standalone
@@ -40,15 +45,16 @@ from __future__ import annotations
 
 import isaaclab.sim as sim_utils
 from isaaclab.assets import AssetBaseCfg
-from isaaclab.envs import ManagerBasedRLEnvCfg
-from isaaclab.envs import mdp
-from isaaclab.managers import CurriculumTermCfg as CurrTerm
-from isaaclab.managers import EventTermCfg as EventTerm
-from isaaclab.managers import ObservationGroupCfg as ObsGroup
-from isaaclab.managers import ObservationTermCfg as ObsTerm
-from isaaclab.managers import RewardTermCfg as RewTerm
-from isaaclab.managers import SceneEntityCfg
-from isaaclab.managers import TerminationTermCfg as DoneTerm
+from isaaclab.envs import ManagerBasedRLEnvCfg, mdp
+from isaaclab.managers import (
+    CurriculumTermCfg as CurrTerm,
+    EventTermCfg as EventTerm,
+    ObservationGroupCfg as ObsGroup,
+    ObservationTermCfg as ObsTerm,
+    RewardTermCfg as RewTerm,
+    SceneEntityCfg,
+    TerminationTermCfg as DoneTerm,
+)
 from isaaclab.physics import PhysxAutoCfg
 from isaaclab.scene import InteractiveSceneCfg
 from isaaclab.sensors import ContactSensorCfg
@@ -143,15 +149,9 @@ def actions_cfg(joint_names, actions: task_cfg.ActionsCfg):
 
 
 def commands_cfg(c: task_cfg.CommandsCfg):
-    if c.has_curriculum and c.curriculum_gate_lin_vel_error is not None:
-        raise ValueError("the command curriculum's performance gate (curriculum_gate_lin_vel_error) has no Isaac Lab "
-                         "counterpart here; use None (the curriculum then follows the step count, as Isaac Lab's clock)")
     if c.boundary_command_fraction > 0.0:
         raise ValueError("boundary_command_fraction (planar commands moved to the edge of their ranges) has no "
                          "counterpart in Isaac Lab's UniformVelocityCommand here; use 0")
-    if c.fall_replay_fraction > 0.0:
-        raise ValueError("fall_replay_fraction (commands under which envs fell drawn again) has no counterpart in "
-                         "Isaac Lab's UniformVelocityCommand here; use 0")
     if c.tracking_reference_accel is not None:
         raise ValueError("tracking_reference_accel (the tracking rewards follow a rate-limited reference of the "
                          "command) has no counterpart in Isaac Lab's velocity tracking terms here; use None")
@@ -228,12 +228,6 @@ def rewards_cfg(r: task_cfg.RewardsCfg, foot: task_cfg.FootHeightReferenceCfg, f
         base_height = RewTerm(func=mdp.base_height_l2, weight=r.base_height,
                               params={"target_height": r.base_height_target})
         alive = RewTerm(func=mdp.is_alive, weight=r.alive)
-        excess_tilt = RewTerm(func=diffloco_mdp.excess_tilt, weight=r.excess_tilt,
-                              params={"threshold": r.excess_tilt_threshold})
-        excess_ang_vel_xy = RewTerm(func=diffloco_mdp.excess_ang_vel_xy, weight=r.excess_ang_vel_xy,
-                                    params={"threshold": r.excess_ang_vel_xy_threshold})
-        excess_lin_vel_xy_error = RewTerm(func=diffloco_mdp.excess_lin_vel_xy_error, weight=r.excess_lin_vel_xy_error,
-                                          params={**cmd, "threshold": r.excess_lin_vel_xy_error_threshold})
         foot_slip = RewTerm(
             func=diffloco_mdp.foot_slip, weight=r.foot_slip,
             params={"asset_cfg": SceneEntityCfg("robot", body_names=".*_FOOT", preserve_order=True),
@@ -242,11 +236,6 @@ def rewards_cfg(r: task_cfg.RewardsCfg, foot: task_cfg.FootHeightReferenceCfg, f
                                    params={"limit": r.excess_joint_vel_ratio * velocity_limit})
         torque_saturation = RewTerm(func=diffloco_mdp.torque_saturation, weight=r.torque_saturation,
                                     params={"effort_limit": effort_limit})
-        action_smoothness = RewTerm(func=diffloco_mdp.action_smoothness, weight=r.action_smoothness)
-        foot_touchdown = RewTerm(
-            func=diffloco_mdp.foot_touchdown, weight=r.foot_touchdown,
-            params={"asset_cfg": SceneEntityCfg("robot", body_names=".*_FOOT", preserve_order=True),
-                    "foot_radius": foot_radius, "height": r.foot_touchdown_height, "width": r.foot_touchdown_width})
 
     return RewardsCfg()
 
@@ -268,24 +257,13 @@ def terminations_cfg(t: task_cfg.TerminationsCfg):
 def events_cfg(rand: task_cfg.RandomizationCfg, reset: task_cfg.ResetCfg):
     v = reset.velocity
     on = rand.enable
-    if rand.edge_fraction or rand.after_curriculum.edge_fraction:
-        raise ValueError("randomization.edge_fraction (draws at the ranges' endpoints) has no counterpart in Isaac "
-                         "Lab's randomisation events, which draw uniformly: set it to 0 for the Isaac Lab task")
     if rand.adversarial_fraction or rand.after_curriculum.adversarial_fraction:
         raise ValueError("randomization.adversarial_fraction (parameters moved along the return's gradient) needs a "
                          "differentiable simulator; Isaac Lab's randomisation events draw uniformly: set it to 0 for "
                          "the Isaac Lab task")
-    softness = (rand.contact_kappa_scale, rand.after_curriculum.contact_kappa_scale)
-    if any(x is not None and tuple(x) != (1.0, 1.0) for x in softness):
-        raise ValueError("randomization.contact_kappa_scale (a factor on the smoothed contact's sharpness) is a "
-                         "setting of the project's training simulator; Isaac Lab's engines have no smoothed contact: "
-                         "set it to [1, 1] for the Isaac Lab task")
     if rand.soft_ground_fraction or rand.after_curriculum.soft_ground_fraction:
         raise ValueError("randomization.soft_ground_fraction (envs on the training simulator's soft contact) has no "
                          "counterpart in Isaac Lab's randomisation events: set it to 0 for the Isaac Lab task")
-    if rand.observation_delay_fraction or rand.after_curriculum.observation_delay_fraction:
-        raise ValueError("randomization.observation_delay_fraction (a policy step of observation latency) has no "
-                         "counterpart among Isaac Lab's observation terms here: set it to 0 for the Isaac Lab task")
 
     @configclass
     class EventsCfg:
@@ -317,6 +295,31 @@ def events_cfg(rand: task_cfg.RandomizationCfg, reset: task_cfg.ResetCfg):
             if on and rand.push_velocity_xy > 0 else None
 
     return EventsCfg()
+
+
+#: The training recipe's settings that have no counterpart in Isaac Lab (the mapping raises on them), with the
+#: values that switch them off: the boundary commands and the tracking rewards' rate-limited reference (no Isaac Lab
+#: command or reward term does either), the adversary (moves parameters along the differentiable simulator's
+#: gradient) and the soft grounds (the project's contact model). The Isaac Lab twins train the recipe without them.
+NOT_MIRRORED = {
+    "commands.boundary_command_fraction": 0.0,
+    "commands.tracking_reference_accel": None,
+    "randomization.after_curriculum.adversarial_fraction": None,
+    "randomization.adversarial_fraction": 0.0,
+    "randomization.after_curriculum.soft_ground_fraction": None,
+    "randomization.soft_ground_fraction": 0.0,
+}
+
+
+def mirrorable(task: task_cfg.VelocityEnvCfg) -> task_cfg.VelocityEnvCfg:
+    """``task`` with :data:`NOT_MIRRORED`'s settings switched off (in place; returned)."""
+    for path, value in NOT_MIRRORED.items():
+        *parents, name = path.split(".")
+        owner = task
+        for p in parents:
+            owner = getattr(owner, p)
+        setattr(owner, name, value)
+    return task
 
 
 @configclass
@@ -372,7 +375,7 @@ class DiffLocoVelocityEnvCfg(ManagerBasedRLEnvCfg):
 
     def project_task(self) -> task_cfg.VelocityEnvCfg:
         """The project's task config whose values this config carries."""
-        return task_cfg.AnymalDFlatEnvCfg()
+        return mirrorable(task_cfg.AnymalDFlatEnvCfg())
 
     def play_mode(self):
         """Playback: Isaac Lab's defaults (at most 50 envs, no observation noise) and no pushes."""
@@ -385,7 +388,7 @@ class AnymalDFlatIsaacEnvCfg(DiffLocoVelocityEnvCfg):
     """``DiffLoco-Velocity-Flat-AnymalD-Isaac``: ``DiffLoco-Velocity-Flat-AnymalD`` in Isaac Lab."""
 
     def project_task(self) -> task_cfg.VelocityEnvCfg:
-        return task_cfg.AnymalDFlatEnvCfg()
+        return mirrorable(task_cfg.AnymalDFlatEnvCfg())
 
 
 @configclass
@@ -393,5 +396,5 @@ class AnymalCFlatIsaacEnvCfg(DiffLocoVelocityEnvCfg):
     """``DiffLoco-Velocity-Flat-AnymalC-Isaac``: ``DiffLoco-Velocity-Flat-AnymalC`` in Isaac Lab."""
 
     def project_task(self) -> task_cfg.VelocityEnvCfg:
-        return task_cfg.AnymalCFlatEnvCfg()
+        return mirrorable(task_cfg.AnymalCFlatEnvCfg())
 

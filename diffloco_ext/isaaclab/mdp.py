@@ -1,15 +1,11 @@
 """Isaac Lab manager terms of the velocity task that Isaac Lab does not have (the rest are Isaac Lab's own).
 
-* :class:`foot_height_reference`: paper A's sinusoidal swing-height reference, the project's stand-in for
-  feet-air-time (:class:`diffloco_ext.tasks.velocity.env_cfg.FootHeightReferenceCfg`), with the same definition as
-  :func:`diffloco_ext.tasks.velocity.rewards.foot_height_reference` / ``foot_height_tracking_exp`` (the functions
-  are reused, so both tasks compute the same number from the same foot heights).
-* :func:`excess_tilt`, :func:`excess_ang_vel_xy`, :func:`excess_lin_vel_xy_error`: the hinge penalties of
-  :mod:`diffloco_ext.tasks.velocity.rewards` (``excess_*_l2``) on Isaac Lab's root-frame quantities.
+* :class:`foot_height_reference`: Schwarke et al.'s (arXiv 2404.02887) sinusoidal swing-height reference, the project's
+  stand-in for feet-air-time (:class:`diffloco_ext.tasks.velocity.env_cfg.FootHeightReferenceCfg`), with the same
+  definition as :func:`diffloco_ext.tasks.velocity.rewards.foot_height_reference` / ``foot_height_tracking_exp`` (the
+  functions are reused, so both tasks compute the same number from the same foot heights).
 * :func:`foot_slip`, :func:`excess_joint_vel`: the gait terms of the same names (``foot_slip``,
   ``excess_joint_vel_l2``) on the feet's link velocities and the joint velocities.
-* :class:`action_smoothness`: ``action_smoothness_l2``, the second difference of the actions (Isaac Lab's action
-  manager keeps the last two actions; the term keeps the one before).
 * :func:`torque_saturation`: ``torque_saturation_l2``'s measure on Isaac Lab's actuator efforts (the part of the
   computed effort the DC-motor model clipped away).
 """
@@ -17,17 +13,16 @@
 from __future__ import annotations
 
 import torch
-from isaaclab.envs import mdp
 from isaaclab.managers import ManagerTermBase, RewardTermCfg, SceneEntityCfg
 
 from diffloco_ext.tasks.velocity.env import TROT_PHASE
 from diffloco_ext.tasks.velocity.env_cfg import FootHeightReferenceCfg
-from diffloco_ext.tasks.velocity.rewards import excess_ang_vel_xy_l2, excess_joint_vel_l2, excess_lin_vel_xy_error_l2
-from diffloco_ext.tasks.velocity.rewards import action_smoothness_l2, excess_tilt_l2
-from diffloco_ext.tasks.velocity.rewards import foot_slip as foot_slip_speed
-from diffloco_ext.tasks.velocity.rewards import foot_touchdown as foot_touchdown_speed
-from diffloco_ext.tasks.velocity.rewards import foot_height_reference as reference_heights
-from diffloco_ext.tasks.velocity.rewards import foot_height_tracking_exp
+from diffloco_ext.tasks.velocity.rewards import (
+    excess_joint_vel_l2,
+    foot_height_reference as reference_heights,
+    foot_height_tracking_exp,
+    foot_slip as foot_slip_speed,
+)
 
 
 class foot_height_reference(ManagerTermBase):
@@ -61,23 +56,6 @@ class foot_height_reference(ManagerTermBase):
         return foot_height_tracking_exp(foot_height, h_ref, reference.std)
 
 
-def excess_tilt(env, threshold: float, asset_cfg: SceneEntityCfg = SceneEntityCfg("robot")) -> torch.Tensor:
-    """``max(0, |g_xy| - threshold)^2`` [N] of the root's projected gravity (the sine of its tilt)."""
-    return excess_tilt_l2(mdp.projected_gravity(env, asset_cfg), threshold)
-
-
-def excess_ang_vel_xy(env, threshold: float, asset_cfg: SceneEntityCfg = SceneEntityCfg("robot")) -> torch.Tensor:
-    """``max(0, |(wx, wy)| - threshold)^2`` [N] (rad²/s²) of the root's angular velocity, root frame."""
-    return excess_ang_vel_xy_l2(mdp.base_ang_vel(env, asset_cfg), threshold)
-
-
-def excess_lin_vel_xy_error(env, command_name: str, threshold: float,
-                            asset_cfg: SceneEntityCfg = SceneEntityCfg("robot")) -> torch.Tensor:
-    """``max(0, |(vx, vy)* - (vx, vy)| - threshold)^2`` [N] (m²/s²), root-frame velocity against the command."""
-    return excess_lin_vel_xy_error_l2(env.command_manager.get_command(command_name),
-                                      mdp.base_lin_vel(env, asset_cfg), threshold)
-
-
 def _feet_height_and_velocity(env, asset_cfg: SceneEntityCfg, foot_radius: float) -> tuple[torch.Tensor, torch.Tensor]:
     """The feet's sphere-bottom heights above the env's ground [N, F] (m) and link velocities [N, F, 3] (world, m/s;
     the foot body's origin is its sphere's centre)."""
@@ -92,12 +70,6 @@ def foot_slip(env, asset_cfg: SceneEntityCfg, foot_radius: float, height: float,
     foot body's origin is its sphere's centre) weighted by a smooth stance indicator of the sphere bottom's height
     ``h_f`` above the env's ground (m)."""
     return foot_slip_speed(*_feet_height_and_velocity(env, asset_cfg, foot_radius), height, width)
-
-
-def foot_touchdown(env, asset_cfg: SceneEntityCfg, foot_radius: float, height: float, width: float) -> torch.Tensor:
-    """``sum_f sigmoid((height - h_f) / width) max(0, -v_f,z)^2`` [N] (m²/s²): the feet's downward link speed (world)
-    near the env's ground, ``h_f`` the sphere bottom's height (m), as the project's ``foot_touchdown``."""
-    return foot_touchdown_speed(*_feet_height_and_velocity(env, asset_cfg, foot_radius), height, width)
 
 
 def excess_joint_vel(env, limit: float, asset_cfg: SceneEntityCfg = SceneEntityCfg("robot")) -> torch.Tensor:
@@ -115,21 +87,3 @@ def torque_saturation(env, effort_limit: float, asset_cfg: SceneEntityCfg = Scen
               - actuators.applied_effort.torch[:, asset_cfg.joint_ids])
     return torch.sum(torch.square(excess / effort_limit), dim=1)
 
-
-class action_smoothness(ManagerTermBase):
-    """``sum_j (a_t - 2 a_(t-1) + a_(t-2))^2`` [N] of the raw actions. ``a_t`` and ``a_(t-1)`` are the action
-    manager's ``action`` and ``prev_action``; ``a_(t-2)`` is the ``prev_action`` this term saw at its last call
-    (the reward manager calls it once per env step), zero after an env's reset, as the action manager's are."""
-
-    def __init__(self, cfg: RewardTermCfg, env) -> None:
-        super().__init__(cfg, env)
-        self.before_previous = torch.zeros_like(env.action_manager.action)
-
-    def reset(self, env_ids=None) -> None:
-        self.before_previous[slice(None) if env_ids is None else env_ids] = 0.0
-
-    def __call__(self, env) -> torch.Tensor:
-        manager = env.action_manager
-        value = action_smoothness_l2(manager.action, manager.prev_action, self.before_previous)
-        self.before_previous = manager.prev_action.clone()
-        return value

@@ -6,8 +6,8 @@ those commands, and it imports no Isaac Lab module itself.
 
 | id | project task | env config |
 | --- | --- | --- |
-| ``DiffLoco-Velocity-Flat-AnymalD-Isaac`` | ``DiffLoco-Velocity-Flat-AnymalD`` | :class:`.env_cfg.AnymalDFlatIsaacEnvCfg` |
-| ``DiffLoco-Velocity-Flat-AnymalC-Isaac`` | ``DiffLoco-Velocity-Flat-AnymalC`` | :class:`.env_cfg.AnymalCFlatIsaacEnvCfg` |
+| ``DiffLoco-Velocity-Flat-AnymalD-Isaac`` | ``DiffLoco-Velocity-Flat-AnymalD`` | ``env_cfg.AnymalDFlatIsaacEnvCfg`` |
+| ``DiffLoco-Velocity-Flat-AnymalC-Isaac`` | ``DiffLoco-Velocity-Flat-AnymalC`` | ``env_cfg.AnymalCFlatIsaacEnvCfg`` |
 
 Each carries ``env_cfg_entry_point``, ``rsl_rl_cfg_entry_point`` (PPO, Isaac Lab's default agent) and
 ``rsl_rl_shac_cfg_entry_point`` (playing a checkpoint of the project's SHAC, see :mod:`.agents`).

@@ -227,7 +227,8 @@ def write_robot_usd(robot: RobotDescription, path: str, *, friction: float = 1.0
     from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
     if friction_combine_mode not in FRICTION_COMBINE_MODES:
-        raise ValueError(f"friction_combine_mode must be one of {FRICTION_COMBINE_MODES}, got '{friction_combine_mode}'")
+        raise ValueError(f"friction_combine_mode must be one of {FRICTION_COMBINE_MODES}, "
+                         f"got '{friction_combine_mode}'")
     if robot.actuator is None:
         raise ValueError(f"robot '{robot.name}' has no drive model (actuator): its joints cannot be driven")
     stage = Usd.Stage.CreateNew(path)
@@ -262,7 +263,8 @@ def write_robot_usd(robot: RobotDescription, path: str, *, friction: float = 1.0
             continue
         j = body.joint
         if j.type != "revolute":
-            raise ValueError(f"robot '{robot.name}', joint '{j.name}': only revolute joints are exported, got '{j.type}'")
+            raise ValueError(f"robot '{robot.name}', joint '{j.name}': only revolute joints are exported, "
+                             f"got '{j.type}'")
         align = rotation_onto([1.0, 0.0, 0.0], j.axis)
         joint = UsdPhysics.RevoluteJoint.Define(stage, f"/Robot/joints/{j.name}")
         joint.CreateBody0Rel().SetTargets([Sdf.Path(f"/Robot/{body.parent}")])

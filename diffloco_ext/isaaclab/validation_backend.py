@@ -241,7 +241,8 @@ class IsaacLabBackend:
         env = self.env
         target = torch.as_tensor(joint_target, dtype=torch.float32)
         if target.shape != (self.num_envs, self.robot.num_joints):
-            raise ValueError(f"joint_target must be [{self.num_envs}, {self.robot.num_joints}], got {tuple(target.shape)}")
+            raise ValueError(f"joint_target must be [{self.num_envs}, {self.robot.num_joints}], "
+                             f"got {tuple(target.shape)}")
         env.action_manager.process_action(target.to(env.device))
         torque = torch.zeros(self.num_envs, self.robot.num_joints, dtype=torch.float64)
         # Newton's physics manager runs all ``decimation`` physics steps in one ``sim.step()`` (its actuators inside

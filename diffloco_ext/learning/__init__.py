@@ -38,6 +38,7 @@ __all__ = [
     "SHACRunner",
     "SHACRunnerCfg",
     "SquashedGaussianDistribution",
+    "SquashedGaussianDistributionCfg",
     "build_ppo_runner",
     "make_runner",
     "td_lambda_targets",

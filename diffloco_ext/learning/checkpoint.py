@@ -75,7 +75,8 @@ def get_checkpoint_path(log_root: str, load_run: str = ".*", load_checkpoint: st
     """
     if not os.path.isdir(log_root):
         raise FileNotFoundError(f"No log directory '{log_root}'.")
-    runs = sorted((d for d in os.listdir(log_root) if os.path.isdir(os.path.join(log_root, d)) and re.fullmatch(load_run, d)),
+    runs = sorted((d for d in os.listdir(log_root)
+                   if os.path.isdir(os.path.join(log_root, d)) and re.fullmatch(load_run, d)),
                   key=_natural_key)
     if not runs:
         raise FileNotFoundError(f"No run directory matching '{load_run}' in '{log_root}'.")

@@ -19,12 +19,41 @@ from .checkpoint import get_checkpoint_path
 ALGORITHMS = tuple(registry.AGENT_ENTRY_POINTS)
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1 (a one-line error otherwise)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def device(text: str) -> str:
+    """An argparse type: ``cpu`` or ``cuda[:N]`` of a GPU this machine has (a one-line error otherwise)."""
+    import torch
+
+    name = text.strip().lower()
+    if name == "cpu":
+        return name
+    if not (name == "cuda" or (name.startswith("cuda:") and name[5:].isdigit())):
+        raise argparse.ArgumentTypeError(f"expected cpu or cuda[:N], got {text!r}")
+    if not torch.cuda.is_available():
+        raise argparse.ArgumentTypeError(f"{text!r}: this machine has no CUDA GPU (torch {torch.__version__}); use cpu")
+    index = int(name[5:]) if ":" in name else 0
+    if index >= torch.cuda.device_count():
+        raise argparse.ArgumentTypeError(f"{text!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    return name
+
+
 def add_common_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", required=True, help="registered task id (scripts/list_envs.py lists them)")
     parser.add_argument("--algo", default="shac", choices=ALGORITHMS, help="learner: shac (default) or ppo")
-    parser.add_argument("--num_envs", type=int, default=None, help="number of parallel environments")
+    parser.add_argument("--num_envs", type=positive_int, default=None,
+                        help="parallel environments (per process; default: the task's)")
     parser.add_argument("--seed", type=int, default=None, help="seed of the env and the learner")
-    parser.add_argument("--device", default=None, help="cpu or cuda[:N] (simulation and learner)")
+    parser.add_argument("--device", type=device, default=None, help="cpu or cuda[:N] (simulation and learner)")
     parser.add_argument("--experiment_name", default=None, help="log folder under logs/<algo>/")
     parser.add_argument("--run_name", default=None, help="suffix of the run folder")
     parser.add_argument("--load_run", default=None, help="run folder (regex) to load from (default: latest)")
@@ -47,10 +76,22 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def load_configs(args: argparse.Namespace):
-    """The task's env and agent configs with the CLI arguments and the overrides applied (validated)."""
-    env_cfg = registry.load_cfg(args.task, "env_cfg_entry_point")
+def load_configs(args: argparse.Namespace, play: bool = False):
+    """The task's env and agent configs with the CLI arguments and the overrides applied (validated).
+
+    ``play``: the task's play config (:func:`~diffloco_ext.tasks.registry.load_play_cfg`). With a learner other than
+    SHAC, the task's gradient adversary (the velocity recipe's ``randomization.after_curriculum.adversarial_fraction``)
+    is switched off, with a line that says so: it needs the env's gradient; an override that sets it is an error."""
+    env_cfg = registry.load_play_cfg(args.task) if play else registry.load_cfg(args.task, "env_cfg_entry_point")
     agent_cfg = registry.load_agent_cfg(args.task, args.algo)
+    rand = getattr(env_cfg, "randomization", None)
+    if args.algo != "shac" and rand is not None:
+        adversary = [r for r in (rand, rand.after_curriculum) if getattr(r, "adversarial_fraction", None)]
+        for r in adversary:
+            r.adversarial_fraction = None if r is rand.after_curriculum else 0.0
+        if adversary and not play:
+            print(f"[diffloco] {args.algo}: the task's gradient adversary (env.randomization.after_curriculum."
+                  f"adversarial_fraction) needs a learner that backpropagates through the env: off", flush=True)
     if args.num_envs is not None:
         env_cfg.num_envs = args.num_envs
     if args.seed is not None:
@@ -139,10 +180,12 @@ def learn_within_budget(runner, minutes: float, probe_iterations: int = 5, init_
             torch.distributed.all_reduce(per_iteration, op=torch.distributed.ReduceOp.MAX)
         total = max(done + 1, int(budget / float(per_iteration)))
         if hasattr(runner.alg, "max_iterations"):
-            runner.alg.max_iterations = first + total  # SHAC's schedule spans the whole budget (and a resumed run's past)
+            # SHAC's schedule spans the whole budget (and a resumed run's past)
+            runner.alg.max_iterations = first + total
         runner.cfg["max_iterations"] = total
         runner.cfg["budget_iterations"] = first + total  # the progress line's last iteration while training in chunks
-        print(f"[diffloco] {float(per_iteration):.2f} s per iteration: {total} iterations in {minutes:g} min", flush=True)
+        print(f"[diffloco] {float(per_iteration):.2f} s per iteration: {total} iterations in {minutes:g} min",
+              flush=True)
         return total
 
     total = fit()

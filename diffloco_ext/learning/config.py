@@ -8,8 +8,8 @@ learner: ``"SHAC"`` (this package) or ``"PPO"`` (rsl_rl), see :func:`diffloco_ex
 
 SHAC defaults are those of the original SHAC (DiffRL, Ant): horizon 32, actor/critic lr 2e-3 with Adam
 β = (0.7, 0.95) and linear decay, λ = 0.95, γ = 0.99, 16 critic epochs × 4 minibatches, target α = 0.2,
-grad-norm clip 1.0; the actor is paper A's traced policy (MLP [128, 64, 32] ELU + LayerNorm, normaliser, tanh,
-initial log-std −1), the critic DiffRL's [64, 64] ELU (+ LayerNorm).
+grad-norm clip 1.0; the actor is Schwarke et al.'s (arXiv 2404.02887) traced policy (MLP [128, 64, 32] ELU +
+LayerNorm, normaliser, tanh, initial log-std −1), the critic DiffRL's [64, 64] ELU (+ LayerNorm).
 """
 
 from __future__ import annotations
@@ -25,6 +25,42 @@ def _to_dict(obj) -> dict:
     return dataclasses.asdict(obj)
 
 
+#: Options of earlier versions that this one removed (tried and not adopted: ``docs/design.md``), per section of a
+#: runner config, with the value that meant "off". A run's ``params/agent.yaml`` that still lists them loads when
+#: each is off (:func:`drop_removed_options`); a run that used one cannot be rebuilt by this version.
+REMOVED_OPTIONS = {
+    "actor": {"action_smoothing": 0.0, "last_action_indices": None},
+    "critic": {"action_smoothing": 0.0, "last_action_indices": None},
+    "algorithm": {"lipschitz_penalty_final": None, "lipschitz_ramp": None, "action_std_after_curriculum": None,
+                  "symmetry_cfg": None},
+    "": {"chatter_guard": None},
+}
+
+
+def drop_removed_options(cfg: dict) -> dict:
+    """``cfg`` (a runner config as a plain dict, e.g. a run's ``params/agent.yaml``) without :data:`REMOVED_OPTIONS`;
+    a removed option that was on is a ``ValueError`` naming it (PPO keeps rsl_rl's own ``symmetry_cfg``)."""
+    out = dict(cfg)
+    shac = str((cfg.get("algorithm") or {}).get("class_name", "")).upper() == "SHAC"
+    for section, removed in REMOVED_OPTIONS.items():
+        part = out if section == "" else dict(out.get(section) or {})
+        for key, off in removed.items():
+            if key not in part or (key == "symmetry_cfg" and not shac):
+                continue
+            value = part.pop(key)
+            if key == "chatter_guard":
+                used = isinstance(value, dict) and value.get("max_rise") is not None
+            else:  # the indices and the ramp act only with the blend's factor and lambda's final value
+                used = key not in ("last_action_indices", "lipschitz_ramp") and value not in (None, off)
+            if used:
+                name = f"{section}.{key}" if section else key
+                raise ValueError(f"the run was trained with {name}={value!r}, an option this version removed "
+                                 f"(docs/design.md, options not adopted)")
+        if section:
+            out[section] = part
+    return out
+
+
 @dataclass
 class DistributionCfg:
     """rsl_rl ``GaussianDistribution`` arguments (``init_std`` in scalar space even for ``std_type="log"``)."""
@@ -36,10 +72,10 @@ class DistributionCfg:
 
 @dataclass
 class SquashedGaussianDistributionCfg(DistributionCfg):
-    """tanh-squashed, reparameterised Gaussian; default initial log-std −1 (paper A).
+    """tanh-squashed, reparameterised Gaussian; default initial log-std −1 (Schwarke et al.).
 
-    ``action_limit``: actions are ``L·tanh(u / L)`` with ``L = action_limit`` (raw action units; 1 = paper A's tanh,
-    i.e. joint targets within ±0.5 rad of the default pose at the velocity task's action scale 0.5)."""
+    ``action_limit``: actions are ``L·tanh(u / L)`` with ``L = action_limit`` (raw action units; 1 = Schwarke et
+    al.'s tanh, i.e. joint targets within ±0.5 rad of the default pose at the velocity task's action scale 0.5)."""
 
     class_name: str = f"{_MODELS}:SquashedGaussianDistribution"
     init_std: float = math.exp(-1.0)
@@ -60,16 +96,11 @@ class MLPModelCfg:
 
 @dataclass
 class LayerNormMLPModelCfg(MLPModelCfg):
-    """:class:`~diffloco_ext.learning.models.LayerNormMLPModel` arguments (paper A's actor by default)."""
+    """:class:`~diffloco_ext.learning.models.LayerNormMLPModel` arguments (Schwarke et al.'s actor by default)."""
 
     class_name: str = f"{_MODELS}:LayerNormMLPModel"
     hidden_dims: list[int] = field(default_factory=lambda: [128, 64, 32])
     layer_norm: bool = True
-    action_smoothing: float = 0.0
-    """α of :class:`~diffloco_ext.learning.models.LastActionBlend`: ``a = α·a_prev + (1 − α)·π(o)`` with ``a_prev``
-    the observed last action (0: off, the plain MLP). SHAC only (PPO's log-probability does not cover it)."""
-    last_action_indices: list[int] = field(default_factory=lambda: [36, 48])
-    """``[start, end)`` of the last actions in the actor's observation (the velocity task's 48: 36-48)."""
 
 
 @dataclass
@@ -113,36 +144,17 @@ class SHACAlgorithmCfg:
     actor loss (0: off). The gradient-penalty form of Lipschitz-constrained policies (Chen et al., 2024,
     "Learning Smooth Humanoid Locomotion through Lipschitz-Constrained Policies"): it limits how fast the action
     can follow the state, so no reward term has to trade tracking for smoothness."""
-    lipschitz_penalty_final: float | None = None
-    """If set, λ moves linearly from ``lipschitz_penalty`` to this over ``lipschitz_ramp``."""
-    lipschitz_ramp: tuple[int, int] = (0, 0)
-    """Iterations ``(start, end)`` of λ's ramp, counted from the same origin as ``value_gradient_ramp``
-    (``value_gradient_ramp_from``). E.g. a light penalty while the gait settles after the curriculum and a
-    stronger one on the walking policy: 3e-3 from the curriculum's end kept SHAC from tracking, the same λ on a
-    walking policy lowered its torques and action rate (docs/tasks.md, session 21)."""
     lipschitz_samples: int = 1024
     """Observations of the rollout (drawn at random each iteration) the penalty is estimated on."""
     lipschitz_after_curriculum: bool = False
     """Penalise only once the env's curriculum is complete (its ``curriculum_progress`` at 1 on every rank), as the
     task's ``after_curriculum`` reward terms: a penalty from the first iteration keeps SHAC from finding a gait
-    (docs/tasks.md, session 19)."""
-    action_std_after_curriculum: float | None = None
-    """If set, the actor's exploration noise (the std of its Gaussian before the squash, raw action units) is at
-    least this once the env's curriculum is complete: the rollouts then visit perturbed states around the walking
-    policy's, as a stochastic learner's do, where the learnt std (~0.02, docs/tasks.md) keeps them on its own
-    trajectories. The exported (deterministic) policy is not affected."""
+    (docs/design.md: Lipschitz penalty)."""
     action_std_at_curriculum_end: float | None = None
-    """If set, the actor's exploration noise (as above) is set to this once, at the first iteration with the env's
-    curriculum complete, and learnt on from there (SHAC's first-order gradient lowers it: 0.25 -> 0.16 over 700
-    iterations on the velocity task, docs/tasks.md, session 35). Checkpoints carry the iteration it was set at, so
-    a resumed run does not set it again."""
-    symmetry_cfg: dict | None = None
-    """rsl_rl's symmetry extension (``rsl_rl.extensions.Symmetry``; Isaac Lab's ``RslRlSymmetryCfg`` fields):
-    ``{"use_mirror_loss": True, "mirror_loss_coeff": c, "data_augmentation_func": "module:function"}`` adds
-    ``c`` times its mirror loss (the actor's action on mirrored observations against the mirror of its action,
-    mean squared) to the actor loss, on the rollout's observations. The velocity task's left-right mirror:
-    ``diffloco_ext.tasks.velocity.symmetry:left_right_augmentation``. SHAC has no sample batch, so no
-    ``use_data_augmentation``. None: off."""
+    """If set, the actor's exploration noise (the std of its Gaussian before the squash, raw action units) is set to
+    this once, at the first iteration with the env's curriculum complete, and learnt on from there (SHAC's
+    first-order gradient lowers it: 0.25 -> 0.16 over 700 iterations on the velocity task; docs/design.md:
+    exploration noise). Checkpoints carry the iteration it was set at, so a resumed run does not set it again."""
 
 
 @dataclass
@@ -199,39 +211,11 @@ class RunnerCfg:
 
 
 @dataclass
-class ChatterGuardCfg:
-    """:class:`~diffloco_ext.learning.chatter_guard.ChatterGuard` arguments: roll the learner back to an earlier
-    snapshot, with a smaller actor learning rate, when its actions start to chatter. Off by default
-    (``max_rise=None``: the action rate is measured and logged only)."""
-
-    max_rise: float | None = None
-    """The guard fires when the training rollouts' action rate (RMS action change per policy step, raw action units,
-    the validation's ``action_rate``) of each of the last ``patience`` iterations exceeds this factor times its
-    lowest windowed value (the mean over ``patience`` iterations) since the curriculum's end, and
-    ``min_action_rate``; None: off."""
-    min_action_rate: float = 0.0
-    """Windowed rate at or below which the guard never fires."""
-    patience: int = 30
-    """Iterations the rise must last (the ANYmal D main job, seed 42: a transient of ~20 iterations after the
-    curriculum in a run that then walks smoothly, docs/tasks.md session 28)."""
-    snapshot_interval: int = 10
-    learning_rate_factor: float = 0.5
-    """The actor's learning rate is multiplied by this at every rollback."""
-    value_gradient_factor: float = 1.0
-    """SHAC's ``value_gradient_scale`` (the critic's gradient in the actor's objective) is multiplied by this at every
-    rollback."""
-    max_rollbacks: int = 3
-    max_snapshots: int = 10
-    after_curriculum: bool = True
-    """Watch (and take snapshots) only once the env's curriculum is complete."""
-
-
-@dataclass
 class CurriculumEndCheckCfg:
     """:class:`~diffloco_ext.learning.curriculum_end_check.CurriculumEndCheck` arguments: the training rollouts'
     action rate over the command curriculum's last ``window`` iterations, printed when the curriculum completes, with
     a warning above ``warn_action_rate`` (a gait that chatters then; such runs tended to end standing still,
-    docs/tasks.md session 32). Changes nothing in the run."""
+    docs/design.md: curriculum-end check). Changes nothing in the run."""
 
     window: int = 50
     warn_action_rate: float | None = None
@@ -243,7 +227,6 @@ class SHACRunnerCfg(RunnerCfg):
     """Config of :class:`diffloco_ext.learning.runner.SHACRunner`."""
 
     class_name: str = "SHACRunner"
-    chatter_guard: ChatterGuardCfg = field(default_factory=ChatterGuardCfg)
     curriculum_end_check: CurriculumEndCheckCfg = field(default_factory=CurriculumEndCheckCfg)
     actor: MLPModelCfg = field(
         default_factory=lambda: LayerNormMLPModelCfg(distribution_cfg=SquashedGaussianDistributionCfg())

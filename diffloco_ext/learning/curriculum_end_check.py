@@ -2,14 +2,14 @@
 
 A SHAC run on the ANYmal D velocity task can end standing still: once the command curriculum is done, the late
 penalties (action rate, joint speed, foot slip, torque saturation) and the validation's wide randomisation come in,
-and a policy whose gait chatters then settles into standing rather than into a smooth walk (docs/tasks.md, sessions
-28 and 32). Session 32 read the training rollouts' action rate (the RMS action change per policy step, raw action
-units; :mod:`~diffloco_ext.learning.chatter_guard` measures it) over the curriculum's last 50 iterations in ten
-runs (2 x 32 to 2 x 128 envs, two actor sizes, five seeds): the five at 0.20-0.25 walked; of the five above 0.35,
-three ended standing (0.39, 0.49, 1.56), one walked roughly (0.47) and one (the main job's seed 1, 0.36) walks since
-session 29's ramped randomisation and stood before it. The standing shows in the tracking error 100-200 iterations later;
-this check reports the rate when the curriculum completes and warns above ``warn_action_rate``, so that a user can
-stop the run and try another seed. It changes nothing in the run.
+and a policy whose gait chatters then settles into standing rather than into a smooth walk (docs/design.md:
+curriculum-end check). The training rollouts' action rate (the RMS action change per policy step, raw action units;
+:class:`ActionRate` measures it) over the curriculum's last 50 iterations, read in ten runs (2 x 32 to 2 x 128 envs,
+two actor sizes, five seeds): the five at 0.20-0.25 walked; of the five above 0.35, three ended standing (0.39, 0.49,
+1.56), one walked roughly (0.47) and one (the main job's seed 1, 0.36) walks since the randomisation is ramped in
+(docs/design.md: randomisation after the curriculum) and stood before it. The standing shows in the tracking error
+100-200 iterations later; this check reports the rate when the curriculum completes and warns above
+``warn_action_rate``, so that a user can stop the run and try another seed. It changes nothing in the run.
 
 The curriculum completes at the first iteration the env's ``curriculum_progress`` is 1 after one where it was below
 (a run resumed after the curriculum's end, or an env without a curriculum, never reports).
@@ -19,6 +19,49 @@ from __future__ import annotations
 
 import math
 from collections import deque
+
+import torch
+
+
+class ActionRate:
+    """The training rollouts' action rate of each iteration: the RMS over joints of ``a_t - a_(t-1)`` (raw action
+    units, the actions the env applied), averaged over the iteration's steps and all envs of all ranks, skipping the
+    step pairs across a reset. The validation's ``action_rate`` (:mod:`diffloco_ext.validation.gates`), here on the
+    training rollouts (their exploration noise included).
+
+    Args:
+        is_distributed: sum the rate over the data-parallel ranks (every rank then has the same value).
+    """
+
+    def __init__(self, is_distributed: bool = False) -> None:
+        self.is_distributed = bool(is_distributed)
+        self._begin()
+
+    def _begin(self) -> None:
+        self._previous: torch.Tensor | None = None
+        self._previous_done: torch.Tensor | None = None
+        self._sum: torch.Tensor | float = 0.0  # tensors on the actions' device: no host sync per step
+        self._count: torch.Tensor | float = 0.0
+
+    def observe(self, actions: torch.Tensor, dones: torch.Tensor) -> None:
+        """One policy step: ``actions`` ``(N, A)`` as applied, ``dones`` ``(N,)`` of the step they led to."""
+        actions = actions.detach()
+        if self._previous is not None:
+            keep = ~self._previous_done  # an env reset after the previous step starts over: no pair across it
+            rms = torch.sqrt(torch.mean((actions - self._previous) ** 2, dim=1))
+            self._sum = self._sum + torch.where(keep, rms, torch.zeros_like(rms)).sum(dtype=torch.float64)
+            self._count = self._count + keep.sum(dtype=torch.float64)
+        self._previous = actions
+        self._previous_done = dones.to(torch.bool).detach().clone()
+
+    def end_iteration(self) -> float:
+        """Close the iteration: its action rate (NaN if it had no step pair). A collective with ``is_distributed``:
+        every rank calls it at the same iterations."""
+        totals = torch.tensor([float(self._sum), float(self._count)], dtype=torch.float64)
+        if self.is_distributed:
+            torch.distributed.all_reduce(totals)
+        self._begin()
+        return float(totals[0] / totals[1]) if totals[1] > 0 else float("nan")
 
 
 class CurriculumEndCheck:
@@ -73,6 +116,6 @@ class CurriculumEndCheck:
                 f"over its last {self.iterations} iterations")
         if self.warns():
             line += (f"\n[diffloco] WARNING: above {self.warn_action_rate:g}: the gait chatters; three of five such "
-                     f"runs ended standing still once the late penalties came in (docs/tasks.md, session 32): watch "
-                     f"the tracking error over the next 200 iterations, or train another seed")
+                     f"runs ended standing still once the late penalties came in (docs/design.md: curriculum-end "
+                     f"check): watch the tracking error over the next 200 iterations, or train another seed")
         return line

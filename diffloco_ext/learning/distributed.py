@@ -27,7 +27,8 @@ def configure_distributed(device: str) -> dict | None:
         raise ValueError(f"Invalid ranks: RANK={global_rank}, LOCAL_RANK={local_rank}, WORLD_SIZE={world_size}.")
     if torch.device(device).type == "cuda":
         if device != f"cuda:{local_rank}":
-            raise ValueError(f"Device '{device}' does not match expected device 'cuda:{local_rank}' for the local rank.")
+            raise ValueError(f"Device '{device}' does not match expected device 'cuda:{local_rank}' "
+                             f"for the local rank.")
         backend = "nccl"
         torch.cuda.set_device(local_rank)
     else:

@@ -8,9 +8,9 @@ plus the SHAC scalars), save every ``save_interval`` iterations.
 Iteration counting: ``current_learning_iteration`` is the number of completed iterations; checkpoint
 ``model_<n>.pt`` holds the state after n iterations and a runner loaded from it continues with iteration n.
 Checkpoints hold actor, critic, target critic (with their observation normalisers), both optimisers, the
-iteration, skip counters, the torch RNG state, the chatter guard's rollback count and, if the env has
-``state_dict()``, the env state. The chatter guard (:mod:`~diffloco_ext.learning.chatter_guard`) measures each
-iteration's action rate and, when configured, rolls the learner back when it chatters.
+iteration, skip counters, the torch RNG state and, if the env has ``state_dict()``, the env state. Each iteration's
+action rate (:class:`~diffloco_ext.learning.curriculum_end_check.ActionRate`) is logged and reported at the
+curriculum's end.
 """
 
 from __future__ import annotations
@@ -23,9 +23,8 @@ from rsl_rl.runners import OnPolicyRunner
 from rsl_rl.utils import check_nan, resolve_callable
 
 import diffloco_ext
-from diffloco_ext.learning.chatter_guard import ChatterGuard
 from diffloco_ext.learning.checkpoint import non_finite_entries, save_atomic
-from diffloco_ext.learning.curriculum_end_check import CurriculumEndCheck
+from diffloco_ext.learning.curriculum_end_check import ActionRate, CurriculumEndCheck
 from diffloco_ext.learning.distributed import configure_distributed
 from diffloco_ext.learning.env import is_differentiable_env
 from diffloco_ext.learning.export import export_policy_as_jit, export_policy_as_onnx
@@ -77,8 +76,8 @@ class SHACRunner:
             device=self.device,
         )
         self.logger.git_status_repos.append(diffloco_ext.__file__)
-        #: Watches the action rate of the rollouts; rolls the learner back when it chatters (off unless configured).
-        self.chatter_guard = ChatterGuard(**(self.cfg.get("chatter_guard") or {}), is_distributed=self.is_distributed)
+        #: Measures the action rate of the rollouts (logged, and read by the curriculum-end check).
+        self.action_rate = ActionRate(is_distributed=self.is_distributed)
         #: Reports the action rate as the env's curriculum completes, warning when the gait chatters then.
         self.curriculum_end_check = CurriculumEndCheck(**(self.cfg.get("curriculum_end_check") or {}))
         self.current_learning_iteration = 0
@@ -111,7 +110,7 @@ class SHACRunner:
                 if check:
                     check_nan(obs.detach(), rewards.detach(), dones)
                 obs, rewards, dones = obs.to(self.device), rewards.to(self.device), dones.to(self.device)
-                self.chatter_guard.observe(actions, dones)
+                self.action_rate.observe(actions, dones)
                 self.alg.process_env_step(obs, rewards, dones, extras)
                 self.logger.process_env_step(rewards.detach(), dones, extras)
             self.alg.compute_returns(obs)
@@ -119,19 +118,11 @@ class SHACRunner:
             collect_time, start = stop - start, stop
 
             loss_dict = self.alg.update()
-            action_rate, rollback = self.chatter_guard.end_iteration(self.alg, it, self.alg.curriculum_complete)
+            action_rate = self.action_rate.end_iteration()
             rate_at_curriculum_end = self.curriculum_end_check.observe(action_rate, self.alg.curriculum_complete)
             learn_time = time.time() - start
             self.current_learning_iteration = it + 1
             self.last_loss_dict = loss_dict
-            if rollback is not None and self.gpu_global_rank == 0:
-                print(f"[diffloco] chatter guard: action rate {rollback.action_rate:.3f} over the last "
-                      f"{self.chatter_guard.patience} iterations > {self.chatter_guard.max_rise:g} x its lowest "
-                      f"{self.chatter_guard.baseline:.3f} (and > {self.chatter_guard.min_action_rate:g}): learner "
-                      f"restored to its state after iteration {rollback.restored_iteration}, actor learning rate x "
-                      f"{rollback.learning_rate_scale:g}, critic-gradient weight x "
-                      f"{self.alg.value_gradient_scale_factor:g} (rollback {rollback.rollbacks} of "
-                      f"{self.chatter_guard.max_rollbacks}); the env and the iteration count go on", flush=True)
             if rate_at_curriculum_end is not None and self.gpu_global_rank == 0:
                 print(self.curriculum_end_check.message(it), flush=True)
 
@@ -148,11 +139,9 @@ class SHACRunner:
                 extra_scalars={
                     "Policy/actor_grad_norm": loss_dict["actor_grad_norm"],
                     "Policy/action_rate": action_rate,
-                    "Train/rollbacks": self.chatter_guard.rollbacks,
                     **({"Policy/action_rate_at_curriculum_end": rate_at_curriculum_end}
                        if rate_at_curriculum_end is not None else {}),
                     **({"Policy/lipschitz": loss_dict["policy_lipschitz"]} if "policy_lipschitz" in loss_dict else {}),
-                    **({"Loss/symmetry": loss_dict["symmetry"]} if "symmetry" in loss_dict else {}),
                     "Value/estimate": loss_dict["value_estimate"],
                     "Value/target": loss_dict["value_target"],
                     "Loss/critic_learning_rate": self.alg.critic_learning_rate,
@@ -212,7 +201,6 @@ class SHACRunner:
             raise RuntimeError(f"Refusing to write checkpoint '{path}': non-finite values in {bad[:5]}.")
         saved["iter"] = self.current_learning_iteration
         saved["infos"] = infos
-        saved["chatter_guard"] = self.chatter_guard.state_dict()
         saved["rng_state"] = {
             "torch": torch.get_rng_state(),
             "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
@@ -225,7 +213,8 @@ class SHACRunner:
         save_atomic(saved, path)
         self.logger.save_model(path, self.current_learning_iteration)
 
-    def load(self, path: str, load_cfg: dict | None = None, strict: bool = True, map_location: str | None = None) -> dict:
+    def load(self, path: str, load_cfg: dict | None = None, strict: bool = True,
+             map_location: str | None = None) -> dict:
         """Load a checkpoint.
 
         ``load_cfg`` (None = everything) selects ``actor, critic, optimizer, iteration`` as in rsl_rl, plus ``rng``
@@ -236,7 +225,6 @@ class SHACRunner:
         loaded = torch.load(path, weights_only=False, map_location=map_location)
         if self.alg.load(loaded, load_cfg, strict):
             self.current_learning_iteration = int(loaded["iter"])
-            self.chatter_guard.load_state_dict(loaded.get("chatter_guard", {}), self.alg)
         want = (lambda key: True) if load_cfg is None else (lambda key: bool(load_cfg.get(key)))
         # a data-parallel run's checkpoint holds every rank's env and RNG state: each rank takes its own (a run
         # resumed on as many ranks), else rank 0's (one process resuming any run)
@@ -246,7 +234,8 @@ class SHACRunner:
         rng = loaded.get("rng_state")
         if want("rng") and rng is not None:
             torch.set_rng_state(own["torch_rng"] if own is not None else rng["torch"])
-            if rng.get("cuda") is not None and torch.cuda.is_available() and len(rng["cuda"]) == torch.cuda.device_count():
+            if (rng.get("cuda") is not None and torch.cuda.is_available()
+                    and len(rng["cuda"]) == torch.cuda.device_count()):
                 torch.cuda.set_rng_state_all(rng["cuda"])
         env_state, num_envs = (own["env_state"], own["num_envs"]) if own is not None else (
             loaded.get("env_state"), loaded.get("num_envs"))

@@ -10,9 +10,10 @@ One iteration, driven by :class:`~diffloco_ext.learning.runner.SHACRunner`:
 2. ``compute_returns``: bootstrap the open segments with ``V'(s_h)``; TD(λ) critic targets from the detached
    rewards and next-state values.
 3. ``update``: actor loss ``L = −J / (N·h)``, one backward pass through the whole rollout (first-order gradients),
-   gradient all-reduce (multi-process), norm clipping, Adam step; then ``num_critic_epochs`` × ``num_critic_mini_batches``
-   MSE steps of the critic towards the targets; Polyak update of the target critic. A non-finite loss or gradient
-   skips that update (counted, logged), the parameters stay as they were, training continues.
+   gradient all-reduce (multi-process), norm clipping, Adam step; then ``num_critic_epochs`` ×
+   ``num_critic_mini_batches`` MSE steps of the critic towards the targets; Polyak update of the target critic. A
+   non-finite loss or gradient skips that update (counted, logged), the parameters stay as they were, training
+   continues.
 
 Observation normalisation as DiffRL's: the statistics stay frozen for the whole iteration (the rollout, its
 backward pass and the critic epochs all normalise with the same statistics, as DiffRL's frozen copy of
@@ -100,13 +101,9 @@ class SHAC:
         value_gradient_ramp: tuple[int, int] | list[int] = (0, 0),
         value_gradient_ramp_from: str = "start",
         lipschitz_penalty: float = 0.0,
-        lipschitz_penalty_final: float | None = None,
-        lipschitz_ramp: tuple[int, int] | list[int] = (0, 0),
         lipschitz_samples: int = 1024,
         lipschitz_after_curriculum: bool = False,
-        action_std_after_curriculum: float | None = None,
         action_std_at_curriculum_end: float | None = None,
-        symmetry_cfg: dict | None = None,
         max_iterations: int = 1,
         device: str = "cpu",
         multi_gpu_cfg: dict | None = None,
@@ -121,22 +118,12 @@ class SHAC:
             if scale is not None and not 0.0 <= scale <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {scale}.")
         ramp = checked_ramp("value_gradient_ramp", value_gradient_ramp)
-        lipschitz_ramp = checked_ramp("lipschitz_ramp", lipschitz_ramp)
         if value_gradient_ramp_from not in ("start", "curriculum_end"):
             raise ValueError(f"value_gradient_ramp_from must be 'start' or 'curriculum_end', got "
                              f"'{value_gradient_ramp_from}'.")
         if not (math.isfinite(lipschitz_penalty) and lipschitz_penalty >= 0.0) or int(lipschitz_samples) < 1:
             raise ValueError(f"lipschitz_penalty must be a finite number >= 0 and lipschitz_samples >= 1, got "
                              f"{lipschitz_penalty} and {lipschitz_samples}.")
-        if lipschitz_penalty_final is not None and not (math.isfinite(lipschitz_penalty_final)
-                                                        and lipschitz_penalty_final >= 0.0):
-            raise ValueError(f"lipschitz_penalty_final must be a finite number >= 0, got {lipschitz_penalty_final}.")
-        if action_std_after_curriculum is not None and not (math.isfinite(action_std_after_curriculum)
-                                                            and action_std_after_curriculum > 0.0):
-            raise ValueError(f"action_std_after_curriculum must be a finite number > 0, got "
-                             f"{action_std_after_curriculum}.")
-        if action_std_after_curriculum is not None and not hasattr(getattr(actor, "distribution", None), "std_range"):
-            raise ValueError("action_std_after_curriculum needs an actor with a Gaussian distribution (std_range)")
         if action_std_at_curriculum_end is not None and not (math.isfinite(action_std_at_curriculum_end)
                                                              and action_std_at_curriculum_end > 0.0):
             raise ValueError(f"action_std_at_curriculum_end must be a finite number > 0, got "
@@ -146,7 +133,6 @@ class SHAC:
             raise ValueError("action_std_at_curriculum_end needs an actor with a Gaussian distribution (std_type)")
         if not 0.0 <= target_critic_alpha < 1.0:
             raise ValueError(f"target_critic_alpha must be in [0, 1), got {target_critic_alpha}.")
-        self.symmetry = self._make_symmetry(symmetry_cfg)
         self.device = device
         self.actor = actor.to(device)
         self.critic = critic.to(device)
@@ -162,30 +148,24 @@ class SHAC:
         self.max_grad_norm = max_grad_norm
         self.value_gradient_scale = float(value_gradient_scale)
         self.value_gradient_scale_init = float(value_gradient_scale)
-        self.value_gradient_scale_final = None if value_gradient_scale_final is None else float(value_gradient_scale_final)
+        self.value_gradient_scale_final = (None if value_gradient_scale_final is None
+                                           else float(value_gradient_scale_final))
         self.value_gradient_ramp = ramp
         self.value_gradient_ramp_from = value_gradient_ramp_from
         self.lipschitz_penalty = float(lipschitz_penalty)
-        self.lipschitz_penalty_init = float(lipschitz_penalty)
-        self.lipschitz_penalty_final = None if lipschitz_penalty_final is None else float(lipschitz_penalty_final)
-        self.lipschitz_ramp = lipschitz_ramp
         self.lipschitz_samples = int(lipschitz_samples)
         self.lipschitz_after_curriculum = bool(lipschitz_after_curriculum)
-        self.action_std_after_curriculum = action_std_after_curriculum
         self.action_std_at_curriculum_end = action_std_at_curriculum_end
         #: The iteration at which ``action_std_at_curriculum_end`` set the std (None: not yet); checkpoints carry it,
         #: so a resumed run does not set it again.
         self.action_std_set_iteration: int | None = None
         #: Whether the env's curriculum was complete at the last ``set_learning_rates`` (1 without a curriculum).
         self.curriculum_complete = True
-        #: The first iteration at which the env's curriculum was complete (``value_gradient_ramp_from="curriculum_end"``).
+        #: The first iteration at which the env's curriculum was complete
+        #: (``value_gradient_ramp_from="curriculum_end"``).
         self.curriculum_end_iteration: int | None = None
         self.schedule = schedule
         self.actor_learning_rate_init = actor_learning_rate
-        #: Factor on the actor's scheduled learning rate (1; the runner's chatter guard lowers it at a rollback).
-        self.actor_learning_rate_scale = 1.0
-        #: Factor on the scheduled bootstrap-gradient weight (1; the runner's chatter guard may lower it).
-        self.value_gradient_scale_factor = 1.0
         self.critic_learning_rate_init = critic_learning_rate
         self.min_learning_rate = min_learning_rate
         self.max_iterations = max(1, int(max_iterations))
@@ -218,12 +198,6 @@ class SHAC:
         at ``max_iterations``; the bootstrap-gradient weight along its ramp (if ``value_gradient_scale_final``),
         counted from 0 or from the first iteration with ``curriculum_progress`` (the env's, in [0, 1]) at 1."""
         self.curriculum_complete = curriculum_progress >= 1.0
-        if self.action_std_after_curriculum is not None and self.curriculum_complete:
-            # rsl_rl's Gaussian clamps its std to std_range when it builds the distribution: the floor (a learnt std
-            # above it stays; below it, the clamp holds the noise and passes no gradient to the std)
-            dist = self.actor.distribution
-            dist.std_range[0] = max(float(self.action_std_after_curriculum), dist.std_range[0])
-            dist.log_std_range[0] = math.log(dist.std_range[0])
         if self.action_std_at_curriculum_end is not None and self.curriculum_complete \
                 and self.action_std_set_iteration is None:
             # once: the std set to the value, learnt on from there (the optimiser's moments of the std kept)
@@ -246,18 +220,14 @@ class SHAC:
             frac = ramp_fraction(since, self.value_gradient_ramp)
             self.value_gradient_scale = self.value_gradient_scale_init + frac * (
                 self.value_gradient_scale_final - self.value_gradient_scale_init)
-        if self.lipschitz_penalty_final is not None:
-            frac = ramp_fraction(since, self.lipschitz_ramp)
-            self.lipschitz_penalty = self.lipschitz_penalty_init + frac * (
-                self.lipschitz_penalty_final - self.lipschitz_penalty_init)
         # the linear learning-rate decay counts from the same origin (with "curriculum_end": the initial rates until
-        # the curriculum is done, then the decay over max_iterations; the main job of docs/tasks.md, session 10)
+        # the curriculum is done, then the decay over max_iterations, as the velocity task's recipe; docs/design.md)
         lr_since = 0 if since is None else since
         frac = min(lr_since / self.max_iterations, 1.0) if self.schedule == "linear" else 0.0
-        for opt, lr0, scale in ((self.actor_optimizer, self.actor_learning_rate_init, self.actor_learning_rate_scale),
-                                (self.critic_optimizer, self.critic_learning_rate_init, 1.0)):
+        for opt, lr0 in ((self.actor_optimizer, self.actor_learning_rate_init),
+                         (self.critic_optimizer, self.critic_learning_rate_init)):
             for group in opt.param_groups:
-                group["lr"] = scale * (lr0 + (self.min_learning_rate - lr0) * frac)
+                group["lr"] = lr0 + (self.min_learning_rate - lr0) * frac
 
     # ---- rollout ------------------------------------------------------------------------------------------------
     def _reset_rollout(self) -> None:
@@ -334,7 +304,7 @@ class SHAC:
 
     def _bootstrap(self, values: torch.Tensor) -> torch.Tensor:
         """Bootstrap values with ``value_gradient_scale`` of their gradient (same forward value)."""
-        s = self.value_gradient_scale * self.value_gradient_scale_factor
+        s = self.value_gradient_scale
         if s == 1.0:
             return values
         return s * values + (1.0 - s) * values.detach()
@@ -354,9 +324,6 @@ class SHAC:
         lipschitz = self._lipschitz_estimate() if self.lipschitz_active else None
         if lipschitz is not None:
             actor_loss = actor_loss + self.lipschitz_penalty * lipschitz
-        symmetry = self._symmetry_loss() if self.symmetry is not None else None
-        if symmetry is not None and self.symmetry.use_mirror_loss:
-            actor_loss = actor_loss + self.symmetry.mirror_loss_coeff * symmetry
 
         # Actor: one backward pass through the rollout.
         self.actor_optimizer.zero_grad(set_to_none=False)
@@ -403,8 +370,6 @@ class SHAC:
         if lipschitz is not None:
             loss_dict["policy_lipschitz"] = float(lipschitz.detach())
             loss_dict["lipschitz_penalty"] = self.lipschitz_penalty
-        if symmetry is not None:
-            loss_dict["symmetry"] = float(symmetry.detach())
         self._reset_rollout()
         return loss_dict
 
@@ -413,43 +378,6 @@ class SHAC:
         """Whether this iteration's actor loss carries the Lipschitz penalty (λ > 0, and the env's curriculum
         complete when ``lipschitz_after_curriculum``)."""
         return self.lipschitz_penalty > 0.0 and (self.curriculum_complete or not self.lipschitz_after_curriculum)
-
-    @staticmethod
-    def _make_symmetry(cfg: dict | None):
-        """rsl_rl's symmetry extension from ``symmetry_cfg`` (its keys: ``data_augmentation_func``,
-        ``use_mirror_loss``, ``mirror_loss_coeff``; ``env`` is added by :meth:`construct_algorithm`), or None."""
-        if cfg is None:
-            return None
-        from rsl_rl.extensions import Symmetry
-
-        cfg = dict(cfg)
-        allowed = {"env", "data_augmentation_func", "use_data_augmentation", "use_mirror_loss", "mirror_loss_coeff"}
-        if set(cfg) - allowed:
-            raise ValueError(f"symmetry_cfg: unknown keys {sorted(set(cfg) - allowed)} (it takes "
-                             f"{sorted(allowed - {'env'})})")
-        if cfg.get("use_data_augmentation"):
-            raise ValueError("symmetry_cfg: SHAC trains its actor through the rollout, so it has no sample batch to "
-                             "augment; use the mirror loss (use_mirror_loss=true, mirror_loss_coeff)")
-        if not cfg.get("data_augmentation_func"):
-            raise ValueError("symmetry_cfg needs data_augmentation_func (e.g. "
-                             "'diffloco_ext.tasks.velocity.symmetry:left_right_augmentation')")
-        coeff = cfg.get("mirror_loss_coeff", 0.0)
-        if isinstance(coeff, bool) or not isinstance(coeff, (int, float)) or not (math.isfinite(coeff) and coeff >= 0):
-            raise ValueError(f"symmetry_cfg.mirror_loss_coeff must be a finite number >= 0, got {coeff!r}")
-        cfg.setdefault("env", None)
-        return Symmetry(**cfg)
-
-    def _symmetry_loss(self) -> torch.Tensor:
-        """rsl_rl's mirror loss on this rollout's observations: the mean squared difference between the actor's
-        deterministic action on the mirrored observations and the mirror of its action on the observations (the
-        latter held fixed), differentiable w.r.t. the actor's parameters."""
-        from types import SimpleNamespace
-
-        obs = torch.stack(self._obs).flatten(0, 1)
-        groups = list(getattr(self.actor, "obs_groups", obs.keys()))
-        batch = SimpleNamespace(observations=TensorDict({g: obs[g].detach() for g in groups},
-                                                        batch_size=[obs.batch_size[0]]))
-        return self.symmetry.compute_loss(self.actor, batch, obs.batch_size[0])
 
     def _lipschitz_estimate(self) -> torch.Tensor:
         """``E_o ‖∂a/∂o‖²_F`` of the deterministic action ``a`` w.r.t. the raw observations ``o``, on
@@ -467,7 +395,8 @@ class SHAC:
         grads = torch.autograd.grad((actions * probe).sum(), list(inputs.values()), create_graph=True)
         return sum(g.pow(2).sum() for g in grads) / count
 
-    def _apply_gradients(self, model: nn.Module, optimizer: torch.optim.Optimizer, loss: torch.Tensor) -> tuple[bool, float]:
+    def _apply_gradients(self, model: nn.Module, optimizer: torch.optim.Optimizer,
+                         loss: torch.Tensor) -> tuple[bool, float]:
         """All-reduce, check, clip and apply the gradients of ``model``; skip the step if anything is non-finite.
 
         Returns ``(applied, gradient norm before clipping)``.
@@ -568,11 +497,10 @@ class SHAC:
 
     @staticmethod
     def construct_algorithm(obs: TensorDict, env, cfg: dict, device: str) -> SHAC:
-        """Build actor, critic and SHAC from a runner config dict (see :class:`~diffloco_ext.learning.config.SHACRunnerCfg`)."""
+        """Build actor, critic and SHAC from a runner config dict (see
+        :class:`~diffloco_ext.learning.config.SHACRunnerCfg`)."""
         alg_cfg = dict(cfg["algorithm"])
         alg_cfg.pop("class_name", None)
-        if alg_cfg.get("symmetry_cfg") is not None:  # the env for the symmetry function (its joint names)
-            alg_cfg["symmetry_cfg"] = {**alg_cfg["symmetry_cfg"], "env": env}
         actor_class, actor_cfg = resolve_class(cfg["actor"])
         critic_class, critic_cfg = resolve_class(cfg["critic"])
         cfg["obs_groups"] = resolve_obs_groups(obs, cfg.get("obs_groups", {}), ["actor", "critic"])

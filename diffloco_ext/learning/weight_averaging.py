@@ -2,17 +2,17 @@
 
 Stochastic weight averaging (Izmailov et al., 2018, "Averaging Weights Leads to Wider Optima and Better
 Generalization"; for RL, Nikishin et al., 2018) applied to the actor of a training run's late checkpoints. A SHAC
-run's checkpoints 50 iterations apart differ in how often they fall at fast commands by 2-3x (docs/tasks.md), more
-than the gradient steps between them explain: each sits at a different point of the noise of the last updates. Their
-mean sits in the middle of that region.
+run's checkpoints 50 iterations apart differ in how often they fall at fast commands by 2-3x (docs/design.md: shipping:
+checkpoint averaging), more than the gradient steps between them explain: each sits at a different point of the noise of
+the last updates. Their mean sits in the middle of that region.
 
 The observation normaliser differs between checkpoints (its running mean and standard deviation keep moving), so the
 actors are not averaged as stored: each actor's first linear layer is first rewritten for the *reference*
 checkpoint's normaliser (exactly: ``W (x - mu_i) / s_i + b = W' (x - mu_r) / s_r + b'`` with ``W' = W diag(s_r /
 s_i)`` and ``b' = b + W (mu_r - mu_i) / s_i``, ``s = std + eps`` as rsl_rl's ``EmpiricalNormalization`` divides),
 then every weight and bias of the MLP and the distribution's (log-)std are averaged in float64. Buffers that are
-not weights (the normaliser's statistics and count, the action squash's limit, the last-action blend) are the reference's; a
-limit or blend that differs between checkpoints is an error (the policies would not act in the same units).
+not weights (the normaliser's statistics and count, the action squash's limit) are the reference's; a limit that
+differs between checkpoints is an error (the policies would not act in the same units).
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ AVERAGED_PREFIXES = ("mlp.", "distribution.log_std_param", "distribution.std_par
 _NORMALIZER_MEAN = "obs_normalizer._mean"
 _NORMALIZER_STD = "obs_normalizer._std"
 _LIMIT = "distribution._squash.limit"
-_BLEND = "last_action.alpha"
 
 
 def _first_linear(actor: dict) -> tuple[str, str]:
@@ -80,9 +79,6 @@ def average_actors(actors: list[dict], reference: int = -1, eps: float | None = 
                                  f"{tuple(ref[key].shape)}")
         if _LIMIT in keys and float(actor[_LIMIT]) != float(ref[_LIMIT]):
             raise ValueError(f"actor {i} has action limit {float(actor[_LIMIT])}, the reference {float(ref[_LIMIT])}")
-        if _BLEND in keys and float(actor[_BLEND]) != float(ref[_BLEND]):
-            raise ValueError(f"actor {i} has action smoothing {float(actor[_BLEND])}, the reference "
-                             f"{float(ref[_BLEND])}")
         bad = non_finite_entries(actor)
         if bad:
             raise ValueError(f"actor {i} has non-finite entries: {bad}")

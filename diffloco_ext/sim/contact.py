@@ -8,9 +8,9 @@ One solver, three modes chosen per simulation (``ContactParams.mode``), sharing 
 the velocity update ``u_E = u_A + H'^-1 (rhs + J^T P)`` (``H'``, ``rhs``: the step's shifted mass matrix and
 impulse of the smooth forces, :mod:`.cholesky`, :mod:`.actuators`):
 
-* ``"smoothed"`` (paper A): every contact's influence weighted by ``sigma(g) = 1 / (1 + exp(kappa g))`` of its
-  signed gap ``g`` (m). Contacts farther than ``col_height`` above the ground get ``sigma = 0``. ``kappa`` (1/m)
-  is read at every step: change it freely.
+* ``"smoothed"`` (Schwarke et al., arXiv 2404.02887): every contact's influence weighted by
+  ``sigma(g) = 1 / (1 + exp(kappa g))`` of its signed gap ``g`` (m). Contacts farther than ``col_height`` above the
+  ground get ``sigma = 0``. ``kappa`` (1/m) is read at every step: change it freely.
 * ``"hard"``: ``sigma`` the step function (1 for ``g <= 0``, else 0), plus a stabilisation that removes
   penetration beyond a small slop (see :class:`ContactParams`).
 * ``"soft"``: penalty spring-damper ``f_n = k_p (-g) - k_d v_n`` for ``g < 0`` with regularised Coulomb friction
@@ -68,10 +68,10 @@ class ContactParams:
         surrogate_kappa: Hard mode only: the sharpness (1/m) of a surrogate gradient through the contact's weight,
             >= 0. The forward solve stays hard contact's (weight = step(g)); the reverse sweep takes the weight's
             derivative as that of ``sigma(g) = 1 / (1 + exp(surrogate_kappa g))`` (a straight-through estimator,
-            in the spirit of paper B's accurate forward and simplified backward), so a foot about to touch down
-            or lift off gets the smoothed contact's gradient while the trajectory is hard contact's. 0 (default):
-            the exact gradient of hard contact (none through the weight). Ignored in the other modes and on the
-            envs of a soft ground.
+            in the spirit of Song et al.'s (arXiv 2403.14864) accurate forward and simplified backward), so a foot about
+            to touch down or lift off gets the smoothed contact's gradient while the trajectory is hard contact's. 0
+            (default): the exact gradient of hard contact (none through the weight). Ignored in the other modes and on
+            the envs of a soft ground.
         smooth_soft_grounds: Smoothed mode only: the envs on a soft ground (``model.contact_soft_stiffness`` > 0)
             keep the smoothed weight ``sigma(g)`` on their spring (True), so that the spring's gradient sees a foot
             before it touches down, instead of soft contact's step (False, default: exactly soft contact there).
@@ -93,7 +93,8 @@ class ContactParams:
 
     def __setattr__(self, name: str, value) -> None:
         if name not in self.__dataclass_fields__:
-            raise AttributeError(f"ContactParams has no setting '{name}': use one of {tuple(self.__dataclass_fields__)}")
+            raise AttributeError(f"ContactParams has no setting '{name}': use one of "
+                                 f"{tuple(self.__dataclass_fields__)}")
         initialised = all(f in self.__dict__ for f in self.__dataclass_fields__)
         old = self.__dict__.get(name)
         object.__setattr__(self, name, value)
@@ -120,7 +121,8 @@ class ContactParams:
                   ("surrogate_kappa", lambda x: x >= 0, ">= 0"))
         for name, ok, text in checks:
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not ok(value):
+            if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                    or not ok(value)):
                 raise ValueError(f"contact setting {name} must be a finite number {text}, got {value!r}")
         if not isinstance(self.smooth_soft_grounds, bool):
             raise ValueError(f"smooth_soft_grounds must be true or false, got {self.smooth_soft_grounds!r}")

@@ -11,11 +11,11 @@ contact-point velocity ``c_i`` (normal, tangent 1, tangent 2; m/s) and weight ``
   ``iterations`` sweeps (default 10) updates, contact by contact, first the normal impulse by an exact scalar
   Gauss-Seidel step on the residual ``w_i = target_i + sum_j sigma_j G_ij P_j`` (contact ``i``'s own block
   unweighted), then the tangential pair by three projected-gradient steps on the contact's own 2x2 block with the
-  isotropic step ``relaxation / lambda_max(G_tt)``, using paper A's projection (``P_n <= 0 -> P_i = 0``;
-  ``|P_t| > mu P_n -> P_t`` scaled to ``mu P_n``). The isotropic step makes the fixed point exactly Coulomb's law
-  (a block sliding on an incline accelerates at ``g (sin - mu cos)`` to 1e-6); updating normal and tangents one
-  after the other converges much faster than one step on the 3-vector (a standing ANYmal drifts 27 µm in 8 s with
-  10 sweeps instead of 1 mm);
+  isotropic step ``relaxation / lambda_max(G_tt)``, using Schwarke et al.'s (arXiv 2404.02887) projection
+  (``P_n <= 0 -> P_i = 0``; ``|P_t| > mu P_n -> P_t`` scaled to ``mu P_n``). The isotropic step makes the fixed point
+  exactly Coulomb's law (a block sliding on an incline accelerates at ``g (sin - mu cos)`` to 1e-6); updating normal and
+  tangents one after the other converges much faster than one step on the 3-vector (a standing ANYmal drifts 27 µm in
+  8 s with 10 sweeps instead of 1 mm);
 * smoothed mode's ``sigma_i = 1 / (1 + exp(kappa_e g_i))`` with env ``e``'s own sharpness ``kappa_e = kappa x
   model.contact_kappa_scale[e]`` (1 unless a task randomises it);
 * an env with ``model.contact_soft_stiffness[e] = k > 0`` stands on a soft ground whatever the mode: soft mode's
@@ -152,7 +152,7 @@ def gauss_seidel_kernels(dtype, num_contacts: int):
 
     @wp.func
     def _project(p: vec3, mu: dtype):
-        """Paper A's proximal projection: no pull; tangential impulse scaled into the friction cone."""
+        """Schwarke et al.'s proximal projection: no pull; tangential impulse scaled into the friction cone."""
         out = p
         if p[0] <= zero:
             out = vec3(zero, zero, zero)

@@ -29,12 +29,11 @@ import warp as wp
 
 from ..assets.robot_description import RobotDescription
 from ..assets.rotations import quat_to_matrix
-from .body_contacts import CollisionData, collision_data
 from .adjoint import input_grad
+from .body_contacts import CollisionData, collision_data
 from .coordinates import BASE_COORDS, BASE_DOFS, dof_of_body
 from .terrain import HeightField, TerrainData, terrain_data, terrain_inputs
-from .warp_setup import (NUMPY_DTYPES, element_type, init_warp, resolve_device, resolve_dtype, warp_struct,
-                         warp_types)
+from .warp_setup import NUMPY_DTYPES, element_type, init_warp, resolve_device, resolve_dtype, warp_struct, warp_types
 
 
 def _csr(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:

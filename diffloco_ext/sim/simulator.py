@@ -1,6 +1,6 @@
 """The Moreau time step as a pipeline of stages, and the ``Simulator`` that runs it.
 
-One step of length ``dt`` (paper A, see ``shared/notes/paper.md``), each line one stage (module) writing its
+One step of length ``dt`` (Schwarke et al., arXiv 2404.02887), each line one stage (module) writing its
 own group of :class:`~.step_data.StepData`::
 
     q_M = q_A + dt/2 u_A                              half step to the midpoint        (integrator)

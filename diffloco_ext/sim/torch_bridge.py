@@ -52,7 +52,8 @@ class StepOutput(NamedTuple):
     foot_vel: torch.Tensor  # [N, F, 3] their velocities at the end state, world (m/s)
     contact_force: torch.Tensor  # [N, F, 3] mean force of the ground on each foot over the policy step, world (N)
     diverged: torch.Tensor  # [N] bool: some physics step diverged; the env was held at its last sane state
-    contact_state: torch.Tensor  # [N, F] contact weight (1/0 hard and soft, sigma(gap) smoothed), last substep's midpoint
+    # [N, F] contact weight (1/0 hard and soft, sigma(gap) smoothed), at the last substep's midpoint
+    contact_state: torch.Tensor
     foot_gap: torch.Tensor  # [N, F] signed gap of each foot sphere (m) at the last substep's midpoint
     joint_torque: torch.Tensor  # [N, n] mean drive torque applied over the policy step (N m), differentiable
     #: [N, K] signed gap (m, negative in penetration) of each collision body (``model.collision.body_names``) to

@@ -7,11 +7,13 @@ light and must not fail.
 | id | env | robot |
 | --- | --- | --- |
 | ``DiffLoco-Velocity-Flat-AnymalD`` | velocity tracking, Isaac Lab's flat ANYmal-D interface | ANYmal D |
-| ``DiffLoco-Velocity-Flat-AnymalC`` | velocity tracking (paper A, A.3) | ANYmal C |
-| ``DiffLoco-Quadruped-Forward`` | forward walking at 1 m/s (paper A, A.2) | Warp quadruped |
+| ``DiffLoco-Velocity-Flat-AnymalC`` | velocity tracking (Schwarke et al., arXiv 2404.02887, A.3) | ANYmal C |
+| ``DiffLoco-Quadruped-Forward`` | forward walking at 1 m/s (Schwarke et al., A.2) | Warp quadruped |
 
-Each registration carries ``env_cfg_entry_point``, ``rsl_rl_cfg_entry_point`` (PPO) and ``shac_cfg_entry_point``
-(SHAC); :mod:`.registry` resolves them.
+Each registration carries ``env_cfg_entry_point`` (the task as trained: the velocity tasks' configs hold the
+training recipe of ``make train``), ``rsl_rl_cfg_entry_point`` (PPO) and ``shac_cfg_entry_point`` (SHAC), and where
+playing differs from training ``play_env_cfg_entry_point`` (Isaac Lab's ``_PLAY`` configs: no observation noise, no
+randomisation, no curriculum); :mod:`.registry` resolves them.
 """
 
 import gymnasium as gym
@@ -24,12 +26,14 @@ TASKS = {
     "DiffLoco-Velocity-Flat-AnymalD": dict(
         entry_point=f"{_VELOCITY}.env:VelocityEnv",
         env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlatEnvCfg",
+        play_env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlatEnvCfg_PLAY",
         rsl_rl_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatPPORunnerCfg",
         shac_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatSHACRunnerCfg",
     ),
     "DiffLoco-Velocity-Flat-AnymalC": dict(
         entry_point=f"{_VELOCITY}.env:VelocityEnv",
         env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalCFlatEnvCfg",
+        play_env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalCFlatEnvCfg_PLAY",
         rsl_rl_cfg_entry_point=f"{_AGENTS}.velocity:AnymalCFlatPPORunnerCfg",
         shac_cfg_entry_point=f"{_AGENTS}.velocity:AnymalCFlatSHACRunnerCfg",
     ),

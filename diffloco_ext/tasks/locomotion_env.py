@@ -31,7 +31,7 @@ from .vec_env import FINAL_OBS_KEY, TIME_OUTS_KEY, DiffVecEnv
 
 #: Per-env model parameters a task may randomise (out of place, see :meth:`LocomotionEnv._randomize`).
 RANDOMISED = ("friction", "body_mass", "body_com", "body_inertia", "joint_stiffness", "joint_damping",
-              "contact_kappa_scale", "contact_soft_stiffness")
+              "contact_soft_stiffness")
 
 
 class LocomotionEnv(gym.Env, DiffVecEnv):
@@ -65,7 +65,6 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
         zeros = dict(dtype=self.dtype, device=self.device)
         self.actions = torch.zeros(N, n, **zeros)
         self.previous_actions = torch.zeros_like(self.actions)
-        self.actions_before_previous = torch.zeros_like(self.actions)  # a_(t-2): for the action-smoothness term
         self.episode_length_buf = torch.zeros(N, dtype=torch.long, device=self.device)
         self._episode_steps = torch.zeros(N, dtype=torch.long, device=self.device)
         self.nominal = {k: v.clone() for k, v in self.bridge.parameters().items()}
@@ -124,7 +123,6 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
         self.q, self.u = self.q.detach(), self.u.detach()
         self.actions = self.actions.detach()
         self.previous_actions = self.previous_actions.detach()
-        self.actions_before_previous = self.actions_before_previous.detach()
         self._obs = self._obs.detach()
 
     def reset(self, seed: int | None = None, options: dict | None = None):
@@ -142,14 +140,13 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
             raise ValueError(f"actions must be a tensor of shape {(N, self.num_actions)}, got "
                              f"{tuple(getattr(actions, 'shape', ()))}")
         actions = actions.to(device=self.device, dtype=self.dtype)
-        action_clip = getattr(self.cfg, "action_grad_clip", None)
         relative_clip = getattr(self.cfg, "grad_clip_relative", None)
-        if (action_clip, relative_clip) != (None, None) and actions.requires_grad and torch.is_grad_enabled():
+        if relative_clip is not None and actions.requires_grad and torch.is_grad_enabled():
             actions = actions.view_as(actions)  # a node of our own to hook, the caller's tensor untouched
-            actions.register_hook(_row_norm_clip(action_clip, relative_clip))
+            actions.register_hook(_row_norm_clip(relative_clip))
         if self.cfg.actions.clip is not None:
             actions = actions.clamp(-self.cfg.actions.clip, self.cfg.actions.clip)
-        self.actions_before_previous, self.previous_actions, self.actions = self.previous_actions, self.actions, actions
+        self.previous_actions, self.actions = self.actions, actions
         before = (self.q, self.u)
         out = self.bridge.step(self.q, self.u, self.joint_targets(actions), params=self.params)
         self.last_output = out
@@ -159,10 +156,9 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
             bad = diverged[:, None]
             self.q = torch.where(bad & ~torch.isfinite(self.q), torch.zeros_like(self.q), self.q)
             self.u = torch.where(bad & ~torch.isfinite(self.u), torch.zeros_like(self.u), self.u)
-        clip = getattr(self.cfg, "state_grad_clip", None)
-        if (clip, relative_clip) != (None, None) and self.q.requires_grad and torch.is_grad_enabled():
-            self.q.register_hook(_row_norm_clip(clip, relative_clip))
-            self.u.register_hook(_row_norm_clip(clip, relative_clip))
+        if relative_clip is not None and self.q.requires_grad and torch.is_grad_enabled():
+            self.q.register_hook(_row_norm_clip(relative_clip))
+            self.u.register_hook(_row_norm_clip(relative_clip))
         self.episode_length_buf = self.episode_length_buf + 1
         self.contact_state = out.contact_state
         reward, terms = self._rewards(out, before)
@@ -179,7 +175,6 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
         final_obs = self._observations()  # of the state reached, before any reset (differentiable)
         extras = {TIME_OUTS_KEY: time_outs, FINAL_OBS_KEY: final_obs, "log": {}}
         if bool(dones.any()):
-            self._on_fall(terminated & ~diverged)
             extras["log"] = self._episode_log(dones, terminated, diverged, time_outs)
             self._reset_envs(dones)
         self._post_reset(dones)
@@ -199,9 +194,6 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
 
     def _termination_reward(self) -> float:
         return 0.0
-
-    def _on_fall(self, fell: torch.Tensor) -> None:
-        """Hook: the envs ``fell`` [N] bool were terminated (not diverged, not timed out), before they are reset."""
 
     def _metrics(self, out) -> dict[str, torch.Tensor]:
         """Per-env values averaged over each episode for the logs (``Metrics/*``)."""
@@ -239,7 +231,6 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
         zeros = torch.zeros_like(self.actions)
         self.actions = torch.where(m, zeros, self.actions)
         self.previous_actions = torch.where(m, zeros, self.previous_actions)
-        self.actions_before_previous = torch.where(m, zeros, self.actions_before_previous)
         self.episode_length_buf = torch.where(mask, torch.zeros_like(self.episode_length_buf), self.episode_length_buf)
         self.contact_state = torch.where(m, torch.zeros_like(self.contact_state), self.contact_state)
         self._on_reset(mask)
@@ -278,8 +269,7 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
     def state_dict(self) -> dict:
         """Everything needed to continue exactly: state, actions, counters, parameters, RNG (and the task's)."""
         state = {k: getattr(self, k).detach().clone() for k in
-                 ("q", "u", "actions", "previous_actions", "actions_before_previous", "episode_length_buf",
-                  "_episode_steps", "contact_state")}
+                 ("q", "u", "actions", "previous_actions", "episode_length_buf", "_episode_steps", "contact_state")}
         state["params"] = {k: v.detach().clone() for k, v in self.params.items()}
         state["obs"] = self._obs.detach().clone()  # as observed (with its noise draw): not drawn again at the load
         state["generator"] = self.generator.get_state()
@@ -295,9 +285,7 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
 
         for key in ("q", "u", "actions", "previous_actions", "episode_length_buf", "_episode_steps", "contact_state"):
             setattr(self, key, own(state[key]))
-        # states saved before the action-smoothness term existed: a_(t-2) = a_(t-1)
-        self.actions_before_previous = own(state.get("actions_before_previous", state["previous_actions"]))
-        self.params = {k: own(v) for k, v in state["params"].items()}
+        self.params = {k: own(v) for k, v in state["params"].items() if k in RANDOMISED}
         for k in RANDOMISED:  # states saved before a parameter was randomised: its nominal value
             self.params.setdefault(k, self.nominal[k].clone())
         self.generator.set_state(state["generator"])
@@ -314,9 +302,9 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
         pass
 
 
-def _row_norm_clip(max_norm: float | None, relative: float | None = None):
-    """A gradient hook scaling each env's row of a state or action gradient down to ``max_norm`` and to
-    ``relative`` times the median row norm of the batch at this step (either may be None: not applied).
+def _row_norm_clip(relative: float):
+    """A gradient hook scaling each env's row of a state or action gradient down to ``relative`` times the median
+    row norm of the batch at this step.
 
     The backward pass through one policy step of an env that is about to diverge, or that meets a stiff contact
     event, can be orders of magnitude above the others (in a trained rollout the rows' p99 is ~50x and the maximum
@@ -328,11 +316,12 @@ def _row_norm_clip(max_norm: float | None, relative: float | None = None):
         if grad is None:  # nothing downstream depends on this tensor
             return None
         norm = torch.linalg.norm(grad, dim=1, keepdim=True)
-        bound = torch.full_like(norm, math.inf if max_norm is None else float(max_norm))
-        if relative is not None:
-            nonzero = norm[norm > 0]
-            if nonzero.numel() > 0:
-                bound = torch.minimum(bound, relative * nonzero.median())
+        # the bound starts at inf and takes the minimum with the relative one: the arithmetic of the hook as it was
+        # with an absolute bound too (removed), so that training runs are unchanged to the bit
+        bound = torch.full_like(norm, math.inf)
+        nonzero = norm[norm > 0]
+        if nonzero.numel() > 0:
+            bound = torch.minimum(bound, relative * nonzero.median())
         return grad * torch.clamp(bound / (norm + 1e-30), max=1.0)
 
     return hook

@@ -1,6 +1,7 @@
 """Resolving a registered task: its configs (by entry point) and its environment.
 
-    cfg = load_cfg("DiffLoco-Velocity-Flat-AnymalD", "env_cfg_entry_point")
+    cfg = load_cfg("DiffLoco-Velocity-Flat-AnymalD", "env_cfg_entry_point")   # the task as trained
+    play = load_play_cfg("DiffLoco-Velocity-Flat-AnymalD")                    # as played and validated
     env = make_env("DiffLoco-Velocity-Flat-AnymalD", cfg)      # the unwrapped DiffVecEnv
 
 Unknown ids and entry points are clear errors listing what exists.
@@ -40,6 +41,14 @@ def load_cfg(task_id: str, key: str = "env_cfg_entry_point"):
     if key not in spec.kwargs:
         raise KeyError(f"task '{task_id}' has no '{key}': it has {sorted(spec.kwargs)}")
     return resolve_entry_point(spec.kwargs[key])()
+
+
+def load_play_cfg(task_id: str):
+    """The config ``task_id`` is played and validated with: its ``play_env_cfg_entry_point`` (Isaac Lab's ``_PLAY``
+    pattern: the task as deployed, without the training recipe's noise, randomisation and curriculum), or its env
+    config where it registers none."""
+    key = "play_env_cfg_entry_point"
+    return load_cfg(task_id, key if key in _spec(task_id).kwargs else "env_cfg_entry_point")
 
 
 def load_agent_cfg(task_id: str, algo: str):

@@ -1,14 +1,14 @@
 """Checkpoints of a run measured closed-loop, as deployed, and the one to ship chosen by falls, then tracking.
 
 A training run's late checkpoints differ more in how often they fall than their training curves show (the main
-job's SHAC runs: 16-22 % falls in 100 random-command episodes from one checkpoint to the next, docs/tasks.md): the
-training curve reads the training distribution with its randomisation and exploration noise, not the deployed
-policy. This measures each checkpoint as :mod:`.validation_run` does (the exported TorchScript policy,
-deterministic, in the given backend, the task's own observation code) on the random-command scenario of a
-validation config, and picks the one with the fewest falls, ties broken by the planar tracking error. With
-``max_action_rate`` the checkpoints whose actions chatter (RMS change per policy step above it) come after every
-smooth one: a chattering SHAC policy can walk without falling in the training simulator's hard contact and fall
-at once in MuJoCo (session 9: action rate 1.3, 0 / 100 falls in hard contact, 100 / 100 in MuJoCo).
+job's SHAC runs: 16-22 % falls in 100 random-command episodes from one checkpoint to the next; docs/design.md:
+shipping: checkpoint averaging): the training curve reads the training distribution with its randomisation and
+exploration noise, not the deployed policy. This measures each checkpoint as :mod:`.validation_run` does (the exported
+TorchScript policy, deterministic, in the given backend, the task's own observation code) on the random-command scenario
+of a validation config, and picks the one with the fewest falls, ties broken by the planar tracking error. With
+``max_action_rate`` the checkpoints whose actions chatter (RMS change per policy step above it) come after every smooth
+one: a chattering SHAC policy can walk without falling in the training simulator's hard contact and fall at once in
+MuJoCo (action rate 1.3, 0 / 100 falls in hard contact, 100 / 100 in MuJoCo; docs/design.md: shipping: guard).
 
 The selection episodes should not be the ones the chosen policy is reported on: :func:`measure_checkpoints` takes
 the seeds to use (the main job selects on seed 1, its report and the task issue's measurement use seed 0).
@@ -92,7 +92,8 @@ def measure_checkpoints(checkpoints: list[tuple[int, str]], task: str, config_pa
 
 
 def _measure_share(share: list[tuple]) -> list[list[dict]]:
-    """A worker process's part of :func:`measure_checkpoint_groups`: ``[(name, checkpoints, task, config, backend)]``."""
+    """A worker process's part of :func:`measure_checkpoint_groups`: ``[(name, checkpoints, task, config,
+    backend)]``."""
     import torch
 
     torch.set_num_threads(1)

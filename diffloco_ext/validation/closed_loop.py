@@ -61,7 +61,7 @@ class TaskInterface:
 
     @classmethod
     def from_task(cls, task: str) -> "TaskInterface":
-        cfg = registry.load_cfg(task)
+        cfg = registry.load_play_cfg(task)
         if not hasattr(cfg, "commands") or not hasattr(cfg, "actions"):
             raise ValueError(f"task '{task}' is not a velocity-tracking task (no commands/actions config)")
         robot = get_robot(cfg.robot)

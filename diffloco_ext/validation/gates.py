@@ -47,6 +47,20 @@ GATES: dict[str, tuple[str, str]] = {
     "export_mismatch": ("", "largest |exported - torch| action on the recorded observations"),
 }
 SCENARIO_GATES = tuple(g for g in GATES if g != "export_mismatch")
+#: Gate name -> what failing it means for a robot (printed with the verdict).
+ON_HARDWARE: dict[str, str] = {
+    "lin_vel_error": "the robot does not go where it is commanded (an operator or planner must correct it)",
+    "ang_vel_error": "the robot does not turn as commanded",
+    "fall_rate": "the robot falls: damage to the robot and its surroundings; do not deploy",
+    "torque_rms": "the drives carry a continuous load that heats the motors beyond their rating",
+    "torque_saturation": "the policy asks for torque the motors cannot give: the robot moves unlike in simulation",
+    "joint_velocity": "joints exceed the motors' no-load speed: the drives brake and lose torque",
+    "joint_limit": "joints run into their mechanical stops (no simulator here models them): impacts, damage",
+    "foot_slip": "stance feet slide: lost traction, worse on low friction, wear of the feet",
+    "base_tilt": "the base rolls or pitches far: close to a fall, sensors and payload disturbed",
+    "action_rate": "the joint targets change fast: drive heating, wear and vibration on the robot",
+    "export_mismatch": "the exported file does not compute the trained policy: re-export",
+}
 
 #: Per-env sums a batch accumulates (arrays [N], ``torque_sq`` [N, n]); see :class:`MetricSums`.
 _SUM_FIELDS = ("samples", "lin_err", "ang_err", "saturated", "joint_samples", "stance", "slip", "action_rate")

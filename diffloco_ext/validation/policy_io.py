@@ -124,6 +124,7 @@ def load_checkpoint(path: str, task: str, export_dir: str, num_obs: int, num_act
     from tensordict import TensorDict
 
     from ..learning.checkpoint import read_params_yaml
+    from ..learning.config import drop_removed_options
     from ..learning.export import export_policy_as_jit, export_policy_as_onnx
     from ..learning.runner import make_runner
     from ..tasks import registry
@@ -138,17 +139,21 @@ def load_checkpoint(path: str, task: str, export_dir: str, num_obs: int, num_act
                               "--policy (scripts/validate.py)")
     agent_yaml = os.path.join(os.path.dirname(os.path.abspath(path)), "params", "agent.yaml")
     if os.path.isfile(agent_yaml):
-        agent_cfg = read_params_yaml(agent_yaml)
+        try:
+            agent_cfg = drop_removed_options(read_params_yaml(agent_yaml))
+        except ValueError as err:
+            raise PolicyLoadError(f"checkpoint '{path}': {err}") from None
         agent_cfg["device"] = "cpu"
     else:
         agent_cfg = registry.load_agent_cfg(task, algo or "shac")
         agent_cfg.device = "cpu"
-    env_cfg = registry.load_cfg(task)
+    env_cfg = registry.load_play_cfg(task)
     env_cfg.num_envs = 2
     env = registry.make_env(task, env_cfg)
     try:
         runner = make_runner(env, agent_cfg, log_dir=None, device="cpu")
-        runner.load(path, load_cfg={"actor": True, "critic": False, "optimizer": False, "iteration": True})  # the actor is what runs: a critic of another input size (e.g. before the critic's tracking features) does not matter here
+        # the actor is what runs: a critic of another input size does not matter here
+        runner.load(path, load_cfg={"actor": True, "critic": False, "optimizer": False, "iteration": True})
     except Exception as err:  # noqa: BLE001 - a checkpoint of another task or architecture
         raise PolicyLoadError(f"checkpoint '{path}' does not load into the runner of '{task}' "
                               f"({describe(err)})") from None

@@ -1,9 +1,9 @@
 """The validation report folder: ``summary.md``, ``summary.json``, matplotlib figures, optional videos.
 
-* ``velocity_<scenario>.png``: commanded vs measured base velocity over time, one column per backend (paper A's
-  Fig. 6 style), for the scenarios marked ``plot: true``;
+* ``velocity_<scenario>.png``: commanded vs measured base velocity over time, one column per backend (Schwarke
+  et al.'s Fig. 6 style, arXiv 2404.02887), for the scenarios marked ``plot: true``;
 * ``joint_trajectories.png``: the figure scenario's joint angles, the training simulator against every
-  validator on the same command sequence (paper A's Fig. 8 style);
+  validator on the same command sequence (Schwarke et al.'s Fig. 8 style);
 * ``torques.png``: applied drive torque against joint speed with the DC-motor envelope (all traced episodes),
   and over time for the figure scenario with the effort limit;
 * ``foot_contacts.png``: the figure scenario's stance pattern per backend;

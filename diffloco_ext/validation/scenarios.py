@@ -114,8 +114,7 @@ class Scenario:
         curriculum off (validation samples the full ranges)."""
         return dataclasses.replace(task_commands, curriculum_initial_scale=1.0, curriculum_steps=0,
                                    curriculum_initial_lin_vel_x=None, curriculum_initial_lin_vel_y=None,
-                                   curriculum_initial_ang_vel_z=None, fall_replay_fraction=0.0,
-                                   **(self.random_commands or {}))
+                                   curriculum_initial_ang_vel_z=None, **(self.random_commands or {}))
 
     def parameter(self, name: str, episode: int) -> float:
         values = self.parameters[name]

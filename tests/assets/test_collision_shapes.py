@@ -69,7 +69,8 @@ def test_capsules_lie_inside_their_primitive_and_touch_its_faces(kind, size):
     if kind == "sphere":
         exact = [r0 * s * np.eye(3)[i] for i in range(3) for s in (-1, 1)]
     elif kind == "capsule":
-        exact = [r0 * s * np.eye(3)[i] for i in range(2) for s in (-1, 1)] + [(0, 0, s * (size[1] + r0)) for s in (-1, 1)]
+        exact = ([r0 * s * np.eye(3)[i] for i in range(2) for s in (-1, 1)]
+                 + [(0, 0, s * (size[1] + r0)) for s in (-1, 1)])
     elif kind == "cylinder":
         exact = [(0, 0, s * size[1]) for s in (-1, 1)]
         angles = np.arange(6) * np.pi / 3 if size[1] < r0 else np.arange(8) * np.pi / 4

@@ -13,10 +13,12 @@ from .mujoco_reference import ANYMAL_D_LOCKED, dof_permutation, full_mass_matrix
 
 
 def _random_states(robot, rng, count):
-    yield [0.0, 0.0, robot.default_base_height], [1.0, 0.0, 0.0, 0.0], dict(zip(robot.joint_names, robot.default_joint_positions()))
+    yield ([0.0, 0.0, robot.default_base_height], [1.0, 0.0, 0.0, 0.0],
+           dict(zip(robot.joint_names, robot.default_joint_positions())))
     for _ in range(count):
         quat = rng.normal(size=4)
-        yield rng.uniform(-1, 1, 3), quat / np.linalg.norm(quat), dict(zip(robot.joint_names, rng.uniform(-1.5, 1.5, 12)))
+        yield (rng.uniform(-1, 1, 3), quat / np.linalg.norm(quat),
+               dict(zip(robot.joint_names, rng.uniform(-1.5, 1.5, 12))))
 
 
 def _compare_mass_matrices(robot, ours, ref, rng, count=20):
@@ -44,7 +46,8 @@ def test_anymal_c_matches_menagerie_mjcf(shared_assets):
     for model, data in ((ours, d_o), (ref, d_r)):
         data.qpos[:] = qpos_for(model, [0, 0, 0.6], [1, 0, 0, 0], joints)
         mujoco.mj_kinematics(model, data)
-    ref_spheres = sorted(tuple(d_r.geom_xpos[g]) for g in range(ref.ngeom) if ref.geom_type[g] == mujoco.mjtGeom.mjGEOM_SPHERE)
+    ref_spheres = sorted(tuple(d_r.geom_xpos[g]) for g in range(ref.ngeom)
+                         if ref.geom_type[g] == mujoco.mjtGeom.mjGEOM_SPHERE)
     our_spheres = sorted(tuple(d_o.geom_xpos[ours.geom(f.name).id]) for f in robot.feet)
     np.testing.assert_allclose(our_spheres, ref_spheres, atol=1e-9)
 
@@ -144,4 +147,5 @@ def test_quaternion_order_conversion_to_isaac_lab():
     np.testing.assert_array_equal(xyzw, [[0.0, 0.0, np.sin(0.3), np.cos(0.3)]])
     np.testing.assert_array_equal(xyzw_to_wxyz(xyzw), wxyz)
     assert torch.equal(xyzw_to_wxyz(wxyz_to_xyzw(torch.tensor(wxyz))), torch.tensor(wxyz))
-    np.testing.assert_allclose(quat_to_matrix(wxyz[0])[:2, :2], [[np.cos(0.6), -np.sin(0.6)], [np.sin(0.6), np.cos(0.6)]])
+    np.testing.assert_allclose(quat_to_matrix(wxyz[0])[:2, :2],
+                               [[np.cos(0.6), -np.sin(0.6)], [np.sin(0.6), np.cos(0.6)]])

@@ -60,7 +60,8 @@ def direct_rigid_bodies(path, locked):
             continue
         m = float(inertial.find("mass").get("value"))
         a = {k: float(inertial.find("inertia").get(k)) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
-        i_loc = np.array([[a["ixx"], a["ixy"], a["ixz"]], [a["ixy"], a["iyy"], a["iyz"]], [a["ixz"], a["iyz"], a["izz"]]])
+        i_loc = np.array([[a["ixx"], a["ixy"], a["ixz"]], [a["ixy"], a["iyy"], a["iyz"]],
+                          [a["ixz"], a["iyz"], a["izz"]]])
         body = body_of(name)
         rel = np.linalg.inv(pose(body)) @ pose(name) @ _origin(inertial)
         groups.setdefault(body, []).append((m, rel[:3, 3], rel[:3, :3] @ i_loc @ rel[:3, :3].T))
@@ -68,9 +69,11 @@ def direct_rigid_bodies(path, locked):
     for body, parts in groups.items():
         mass = sum(p[0] for p in parts)
         com = sum(p[0] * p[1] for p in parts) / mass
-        inertia = sum(p[2] + p[0] * ((p[1] - com) @ (p[1] - com) * np.eye(3) - np.outer(p[1] - com, p[1] - com)) for p in parts)
+        inertia = sum(p[2] + p[0] * ((p[1] - com) @ (p[1] - com) * np.eye(3) - np.outer(p[1] - com, p[1] - com))
+                      for p in parts)
         result[body] = (mass, com, inertia)
-    return result, sum(float(l.find("inertial/mass").get("value")) for l in links.values() if l.find("inertial") is not None)
+    return result, sum(float(l.find("inertial/mass").get("value")) for l in links.values()
+                       if l.find("inertial") is not None)
 
 
 @pytest.mark.parametrize("robot", sorted(URDFS))

@@ -1,8 +1,8 @@
 """Shared fixtures of the Isaac Lab layer's tests.
 
-Isaac Lab runs one simulation per process, so each engine's checks run in a subprocess (``_probe.py``) once per
-session, and the tests read its JSON. The ``isaaclab`` command is run as a user runs it, with this checkout first
-on ``PYTHONPATH`` and its entry points (``setup.py egg_info`` into a temporary folder, so the checkout's
+Isaac Lab runs one simulation per process, so each engine's checks run in a worker process (``engine_worker.py``)
+once per session, and the tests read its JSON. The ``isaaclab`` command is run as a user runs it, with this checkout
+first on ``PYTHONPATH`` and its entry points (``setup.py egg_info`` into a temporary folder, so the checkout's
 declarations are what Isaac Lab discovers, not those of whichever copy is installed).
 
 Skipped only where Isaac Lab is not installed (``make setup`` installs it).
@@ -68,15 +68,16 @@ _PROBES: dict[str, dict] = {}
 
 @pytest.fixture(scope="session")
 def probe(user_env, tmp_path_factory):
-    """``probe(engine)``: the JSON of ``_probe.py`` for ``"physx"`` or ``"newton"`` (run once per session)."""
+    """``probe(engine)``: the JSON of ``engine_worker.py`` for ``"physx"`` or ``"newton"`` (run once per session)."""
 
     def get(engine: str) -> dict:
         if engine not in _PROBES:
             out = tmp_path_factory.mktemp(f"probe-{engine}") / "probe.json"
-            proc = subprocess.run([sys.executable, str(Path(__file__).with_name("_probe.py")), engine, str(out)],
+            proc = subprocess.run([sys.executable, str(Path(__file__).with_name("engine_worker.py")), engine, str(out)],
                                   env=user_env, cwd=ROOT, capture_output=True, text=True, timeout=900)
             if proc.returncode != 0:
-                raise AssertionError(f"probe on {engine} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+                raise AssertionError(f"engine_worker.py on {engine} failed:\n{proc.stdout[-4000:]}\n"
+                                     f"{proc.stderr[-4000:]}")
             _PROBES[engine] = json.loads(out.read_text())
         return _PROBES[engine]
 

@@ -1,5 +1,5 @@
-"""The Isaac Lab env config and the validation backend on both engines (one probe process per engine, see
-``_probe.py``): mass properties read back through Isaac Lab, joint and body order by name, the env builds,
+"""The Isaac Lab env config and the validation backend on both engines (one worker process per engine, see
+``engine_worker.py``): mass properties read back through Isaac Lab, joint and body order by name, the env builds,
 resets and steps, observations in the policy's joint order, the backend's state round trip and standing."""
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def test_env_builds_resets_and_steps(probe, engine):
     # the saturation term: ~0 standing on zero actions, large where targets 2.5 rad away saturate the drives
     assert max(p["torque_saturation_at_rest"]) < 1e-6
     assert p["torque_saturation_fraction"] > 0.25 and min(p["torque_saturation_saturated"]) > 0.1
-    for name, expected in p["excess_expected"].items():  # the hinge terms read the intended root quantities
+    for name, expected in p["excess_expected"].items():  # the gait terms read the intended quantities
         assert max(expected) > 1e-6, name  # a state where the check means something (reset velocities, steps)
         np.testing.assert_allclose(p["excess_terms"][name], expected, rtol=1e-4, atol=1e-9, err_msg=name)
 

@@ -117,13 +117,13 @@ def test_bad_action_shape_is_a_clear_error():
         env.step(torch.zeros(3, 1))
 
 
-@pytest.mark.parametrize("overrides", [[], ["env.randomization.adversarial_fraction=0.5", "env.commands.curriculum_steps=0",
-                                            "env.randomization.observation_delay_fraction=0.5"]])
+@pytest.mark.parametrize("overrides", [[], ["env.randomization.adversarial_fraction=0.5",
+                                             "env.commands.curriculum_steps=0"]])
 def test_a_resumed_velocity_run_continues_exactly(tmp_path, overrides):
     """SHAC on the velocity task, 4 iterations at once against 2, a checkpoint, a fresh runner loading it and 2 more:
     the same actor and robot states to the bit. The checkpoint holds what the next iteration reads: the observation
     as drawn (its noise is not drawn again at the load), the adversary's pending step (the last backward pass's
-    gradients w.r.t. the draws), the envs reset since the last cut, the delayed state."""
+    gradients w.r.t. the draws), the envs reset since the last cut."""
     import contextlib
     import io
 

@@ -251,7 +251,8 @@ def test_the_action_limit_travels_with_the_checkpoint(tmp_path, capsys):
     cfg = _cfg()
     cfg.actor.distribution_cfg.action_limit = 3.0
     torch.manual_seed(0)
-    trained = _quiet(make_runner, PointMassEnv(PointMassCfg(num_envs=8, seed=0, dim=3, max_episode_length=12)), cfg, None)
+    trained = _quiet(make_runner, PointMassEnv(PointMassCfg(num_envs=8, seed=0, dim=3, max_episode_length=12)), cfg,
+                     None)
     with torch.no_grad():
         trained.alg.actor.mlp[-1].bias.fill_(5.0)
     path = str(tmp_path / "model_0.pt")

@@ -9,8 +9,7 @@ import pytest
 import warp as wp
 
 from diffloco_ext.assets import get_robot
-from diffloco_ext.sim import build_model
-from diffloco_ext.sim import actuators as A
+from diffloco_ext.sim import actuators as A, build_model
 from diffloco_ext.sim.actuators import ActuationData, actuation
 from diffloco_ext.sim.bias_forces import BiasForceData
 from diffloco_ext.sim.mass_matrix import MassMatrixData

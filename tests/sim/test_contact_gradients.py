@@ -1,8 +1,8 @@
 """Float64 central finite differences through contact steps and 32-step rollouts, in every contact mode.
 
 Hard mode is checked away from switching instants: a robot standing still with all feet in contact, sticking
-well inside the friction cone. "Informative gradients" (paper A, Fig. 3): with a foot just above the ground,
-the next base height depends on the action through smoothed contact only.
+well inside the friction cone. "Informative gradients" (Schwarke et al., arXiv 2404.02887, Fig. 3): with a foot
+just above the ground, the next base height depends on the action through smoothed contact only.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def test_hard_sticking_contacts_do_not_depend_on_friction(scene):
 def test_smoothed_contact_gives_informative_gradients_before_touchdown():
     """Feet 1.5 cm above the ground, falling slowly. The ground reaction (the only external vertical force, so
     the only way an action changes the robot's vertical momentum) depends on the action through smoothed
-    contact and not at all through hard contact (paper A, Fig. 3)."""
+    contact and not at all through hard contact (Schwarke et al., Fig. 3)."""
     robot = get_robot("anymal_d")
     grads = {}
     for mode in ("smoothed", "hard"):

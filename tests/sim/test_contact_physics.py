@@ -85,7 +85,8 @@ def _stand_trajectory(mode, kappa=300.0):
 
 
 def test_smoothed_tends_to_hard_as_kappa_grows():
-    """Drop-and-stand of ANYmal C: max |z_smoothed - z_hard| shrinks as kappa grows (table in docs/contact.md).
+    """Drop-and-stand of ANYmal C: max |z_smoothed - z_hard| shrinks as kappa grows (table in docs/simulator.md,
+    "κ against hard contact").
 
     Both without stabilisation, so that the two differ only by the sigmoid.
     """

@@ -112,7 +112,8 @@ def test_reverse_sweep_matches_finite_differences(mode, iterations):
                                                         soft_stiffness=soft_stiffness)[0])
         got = analytic[name].reshape(-1)[idx]
         scale = max(np.abs(fd).max(), 1e-8)
-        assert np.abs(got - fd).max() <= 1e-5 * scale + 1e-9, f"{mode}/{name}: {np.abs(got - fd).max():.2e} vs {scale:.2e}"
+        assert np.abs(got - fd).max() <= 1e-5 * scale + 1e-9, \
+            f"{mode}/{name}: {np.abs(got - fd).max():.2e} vs {scale:.2e}"
 
 
 def test_per_env_kappa_scale_is_that_envs_kappa():

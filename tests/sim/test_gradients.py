@@ -82,11 +82,8 @@ def test_wrong_dtype_or_shape_is_a_clear_error(setup):
         bridge.step(q, u, targets[:, :6])
 
 
+@pytest.mark.gpu
 def test_cuda_gradients_match_cpu():
-    import warp as wp
-
-    if not wp.is_cuda_available():
-        pytest.skip("no CUDA device on this machine (the GPU check runs where one is present)")
     cpu = TorchSimulator(Simulator(build_model(get_robot("anymal_d"), 2, dtype="float64"), dt=0.005))
     gpu = TorchSimulator(Simulator(build_model(get_robot("anymal_d"), 2, dtype="float64", device="cuda"), dt=0.005))
     results = []

@@ -104,7 +104,8 @@ def test_switching_contact_mode_reallocates_reused_buffers(robot, standing):
     bridge.sim.contact.iterations = 4  # changes the shape of the iterate history
     with torch.no_grad():
         plain = bridge.step(q, u, target)
-    torch.testing.assert_close(plain.q, bridge.step(q, u, target.clone().requires_grad_()).q.detach(), rtol=0, atol=1e-12)
+    torch.testing.assert_close(plain.q, bridge.step(q, u, target.clone().requires_grad_()).q.detach(), rtol=0,
+                               atol=1e-12)
 
 
 def test_replayed_steps_equal_plain_steps_and_see_every_change(robot, standing):

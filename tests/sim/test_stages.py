@@ -35,8 +35,13 @@ from diffloco_ext.sim import Simulator, build_model
 from diffloco_ext.sim.contact import ContactParams
 from diffloco_ext.sim.torch_bridge import TorchSimulator
 
-from .test_gauss_seidel_adjoint import C as GS_C, N as GS_N, central_differences
-from .test_gauss_seidel_adjoint import problem as gs_problem, solve as gs_solve
+from .test_gauss_seidel_adjoint import (
+    C as GS_C,
+    N as GS_N,
+    central_differences,
+    problem as gs_problem,
+    solve as gs_solve,
+)
 
 NUM_ENVS = 4
 DT = 0.005
@@ -191,7 +196,8 @@ def test_contact_jacobian_and_gap_match_mujoco(step):
     assert gap_err <= 1e-12, f"gap differs from MuJoCo by {gap_err:.2e} m"
     err = rel_err(J, ref)
     report(f"{step.robot.name}/{step.mode} J vs mj_jac rel", err)
-    report(f"{step.robot.name}/{step.mode} (contrast) J at sphere centre vs contact point rel", rel_err(ref_centre, ref))
+    report(f"{step.robot.name}/{step.mode} (contrast) J at sphere centre vs contact point rel",
+           rel_err(ref_centre, ref))
     assert err <= 1e-12, f"contact Jacobian differs from MuJoCo's mj_jac at the contact point: {err:.2e} relative"
     # structural zeros: a foot's rows live on its leg and the base only
     path_start, path = step.model.foot_path_start.numpy(), step.model.foot_path.numpy()
@@ -212,7 +218,8 @@ def test_impulse_response_equals_dense_solve(step):
     ref = np.linalg.solve(H, np.transpose(J, (0, 2, 1)) @ P)
     err = rel_err(step.contact_du_contact, ref)
     report(f"{step.robot.name}/{step.mode} du_contact vs H^-1 J^T P rel", err)
-    report(f"{step.robot.name}/{step.mode} u_new vs u_free + du_contact rel", rel_err(step.u_new, step.contact_u_free + step.contact_du_contact[:, :, 0]))
+    report(f"{step.robot.name}/{step.mode} u_new vs u_free + du_contact rel",
+           rel_err(step.u_new, step.contact_u_free + step.contact_du_contact[:, :, 0]))
     assert err <= 1e-11, f"du_contact differs from H^-1 J^T P: {err:.2e} relative"
     assert np.abs(ref).max() > 1e-2, "the impulses change the velocity noticeably"
     u_free = step.u + step.du[:, :, 0]
@@ -262,7 +269,8 @@ def test_gauss_seidel_reverse_sweep_with_relaxation(relaxation, mode, iterations
         scale = np.abs(fd).max()
         assert scale > 1e-6, f"{name}: finite differences vanish"
         errors[name] = (np.abs(got - fd).max(), scale)
-        report(f"relaxation {relaxation} {mode} it={iterations} d/d{name} |analytic - FD| / FD scale", errors[name][0] / scale)
+        report(f"relaxation {relaxation} {mode} it={iterations} d/d{name} |analytic - FD| / FD scale",
+               errors[name][0] / scale)
     bad = {k: v for k, v in errors.items() if v[0] > 1e-5 * v[1] + 1e-9}
     assert not bad, "reverse sweep differs from FD: " + ", ".join(
         f"{k}: {e:.2e} (FD scale {s:.2e})" for k, (e, s) in bad.items())
@@ -307,9 +315,8 @@ def assert_same_results(ref, other):
         assert err <= 1e-8, f"{name}: CUDA differs from CPU by {err:.2e} relative"
 
 
+@pytest.mark.gpu
 def test_cuda_gradients_with_contact_match_cpu():
     """Three smoothed-contact steps on CUDA against CPU (the same float64 arithmetic up to operation order and
     fused multiply-adds): :func:`assert_same_results`."""
-    if not wp.is_cuda_available():
-        pytest.skip("no CUDA device visible to warp on this machine (the GPU check runs where one is present)")
     assert_same_results(contact_gradients("cpu"), contact_gradients("cuda"))

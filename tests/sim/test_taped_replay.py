@@ -105,7 +105,8 @@ def test_the_steps_collision_body_gaps_are_those_of_its_end_state_with_their_gra
                 minus[e, j] -= eps
                 fd = ((bridge.step(q0, u0, q0[:, 7:] + plus).body_gap
                        - bridge.step(q0, u0, q0[:, 7:] + minus).body_gap) * w).sum() / (2 * eps)
-                assert abs(fd - inside[e, j]) <= 1e-6 * inside.abs().max() + 1e-9, (e, j, float(fd), float(inside[e, j]))
+                assert abs(fd - inside[e, j]) <= 1e-6 * inside.abs().max() + 1e-9, \
+                    (e, j, float(fd), float(inside[e, j]))
     box = TorchSimulator(Simulator(build_model(block(), 2, dtype="float64"), dt=0.005, contact="hard"),
                          replay_taped=replay, body_gaps=True)  # no collision shapes: no gaps
     qb = torch.tensor(box.sim.model.default_q(), dtype=box.dtype)

@@ -16,7 +16,8 @@ def loss_through_steps(env, state, actions) -> torch.Tensor:
     total = 0.0
     for a in actions:
         obs, reward, dones, extras = env.step(a)
-        total = total + reward.sum() + (obs["policy"] * 0.01).sum() + (extras["final_observations"]["policy"] * 0.01).sum()
+        total = (total + reward.sum() + (obs["policy"] * 0.01).sum()
+                 + (extras["final_observations"]["policy"] * 0.01).sum())
     return total
 
 

@@ -3,10 +3,10 @@ the lowest planar error) chosen; the selection's own episodes (seeds) are settab
 
 from __future__ import annotations
 
-
 import pytest
 
 from diffloco_ext.validation.checkpoint_selection import measure_checkpoints, run_checkpoints, select_checkpoint
+
 from ..script_modules import load_script
 
 TASK = "DiffLoco-Velocity-Flat-AnymalD"

@@ -47,3 +47,10 @@ def test_thresholds_nan_and_verdict():
     assert verdict([GateResult("lin_vel_error", 0.3, 0.3)])[0] == "PASS"  # <= passes
     empty = scenario_metrics([{k: v[0] for k, v in MetricSums(1, 3).rows(np.array([0])).items()}], 80.0)
     assert math.isnan(empty["lin_vel_error"]) and empty["fall_rate"] == 0.0
+
+
+def test_every_gate_says_what_failing_it_means_for_a_robot():
+    from diffloco_ext.validation.gates import GATES, ON_HARDWARE
+
+    assert set(ON_HARDWARE) == set(GATES)
+    assert all(len(text) > 20 for text in ON_HARDWARE.values())

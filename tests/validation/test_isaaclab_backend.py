@@ -42,7 +42,8 @@ def _validate(tmp_path, backend):
 def _agree(summary, backend):
     metrics = summary["backends"]
     for scenario in ("standing", "standing_push"):
-        ours, theirs = metrics["mujoco"]["scenarios"][scenario]["metrics"], metrics[backend]["scenarios"][scenario]["metrics"]
+        ours = metrics["mujoco"]["scenarios"][scenario]["metrics"]
+        theirs = metrics[backend]["scenarios"][scenario]["metrics"]
         assert abs(ours["torque_rms"] - theirs["torque_rms"]) < 0.03, (scenario, ours, theirs)
         assert abs(ours["base_tilt"] - theirs["base_tilt"]) < 0.01, (scenario, ours, theirs)
         assert ours["fall_rate"] == theirs["fall_rate"] == 0.0

@@ -1,11 +1,11 @@
 """The main job's policy PASSES the default scenario set in MuJoCo (the validation issue's PASS case for a trained
 policy; slow: ~30 s of MuJoCo plus start-up, and a closed-loop maximum near its gate).
 
-``data/main_job_policy_s27.pt`` is ``exported/policy.pt`` of the fresh-clone ``make train`` of session 27 (commit
-0dacad8, seed 42: SHAC, 1000 iterations, the actor averaged over checkpoints 800-1000; docs/tasks.md, "Session
-27"), as the job wrote it. Its largest joint speed in MuJoCo is 0.99 x the no-load speed (latency scenario), so the
-verdict can move with floating-point differences of another CPU; in our hard contact it FAILs on the knees'
-touchdown peaks of joint speed only (1.05-1.27 x v), which this test checks too.
+``data/main_job_policy_s27.pt`` is the ``exported/policy.pt`` of a fresh-clone ``make train`` (the main job; commit
+0dacad8, seed 42: SHAC, 1000 iterations, the actor averaged over checkpoints 800-1000), as the job wrote it. Its largest
+joint speed in MuJoCo is 0.99 x the no-load speed (latency scenario), so the verdict can move with floating-point
+differences of another CPU; in our hard contact it FAILs on the knees' touchdown peaks of joint speed only
+(1.05-1.27 x v), which this test checks too.
 """
 
 from __future__ import annotations

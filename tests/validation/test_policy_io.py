@@ -12,8 +12,13 @@ from tensordict import TensorDict
 from diffloco_ext.learning.cli import new_run_dir
 from diffloco_ext.learning.runner import make_runner
 from diffloco_ext.tasks import registry
-from diffloco_ext.validation.policy_io import (PolicyLoadError, export_mismatch, load_checkpoint, load_policy_file,
-                                               load_torchscript)
+from diffloco_ext.validation.policy_io import (
+    PolicyLoadError,
+    export_mismatch,
+    load_checkpoint,
+    load_policy_file,
+    load_torchscript,
+)
 
 from .policies import StandingPolicy, WrongInputPolicy, save_onnx, save_torchscript
 

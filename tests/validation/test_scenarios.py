@@ -19,7 +19,7 @@ def test_the_default_files_hold_every_scenario_of_the_issue(robot):
     for name, column in (("vx_sweep", 1), ("lateral_sweep", 2), ("yaw_sweep", 3)):
         schedule = by_name[name].schedule
         swept = schedule[:, column]
-        assert swept.max() >= 1.0 and swept.min() <= -1.0  # forward and backward (paper A, Fig. 6)
+        assert swept.max() >= 1.0 and swept.min() <= -1.0  # forward and backward (Schwarke et al., Fig. 6)
         assert (schedule[:, [c for c in (1, 2, 3) if c != column]] == 0).all()
     assert by_name["random_commands"].schedule is None
     assert by_name["pushes"].push is not None and by_name["pushes"].push.velocity_xy > 0
@@ -161,7 +161,8 @@ def test_the_hard_cases_file_runs_friction_04_and_each_pd_gain_corner_apart():
                for n in by_name if n.startswith("kp")}
     assert corners == {(0.8, 0.8), (1.2, 1.2), (0.8, 1.2), (1.2, 0.8)}
     assert all(by_name[n].episodes * len(by_name[n].seeds) == 30 for n in by_name if n.startswith("kp"))
-    assert config.gates == default.gates and by_name["kp08_kd12"].gates == {s.name: s for s in default.scenarios}["pd_gains"].gates
+    assert config.gates == default.gates
+    assert by_name["kp08_kd12"].gates == {s.name: s for s in default.scenarios}["pd_gains"].gates
 
 
 def test_the_thousand_episode_file_is_the_issues_measurement_ten_times_over():

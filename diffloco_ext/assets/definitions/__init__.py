@@ -1,4 +1,4 @@
-"""The project's robot definitions (figures transcribed by ``scripts/transcribe_assets.py``)."""
+"""The project's robot definitions (figures transcribed by ``scripts/tools/transcribe_assets.py``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """ANYmal C figures transcribed from MuJoCo Menagerie `anybotics_anymal_c/anymal_c.xml` (BSD-3-Clause,
-ANYbotics / Google DeepMind), via scripts/transcribe_assets.py. Frames and units: see robot_description."""
+ANYbotics / Google DeepMind), via scripts/tools/transcribe_assets.py. Frames and units: see robot_description."""
 
 INF = float("inf")
 

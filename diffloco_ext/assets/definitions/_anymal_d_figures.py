@@ -1,6 +1,6 @@
 """ANYmal D figures computed from ANYbotics `anymal_d_simple_description` (release 25.03, BSD-3-Clause):
 fixed sub-links merged into their moving parent, the inspection payload's pan/tilt joints locked.
-Written by scripts/transcribe_assets.py. Frames and units: see robot_description."""
+Written by scripts/tools/transcribe_assets.py. Frames and units: see robot_description."""
 
 INF = float("inf")
 

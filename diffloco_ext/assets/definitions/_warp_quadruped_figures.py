@@ -1,5 +1,5 @@
 """Warp quadruped figures from the `quadruped.urdf` of NVIDIA Warp's / Newton's examples (Apache-2.0).
-Foot spheres are the project's choice (see scripts/transcribe_assets.py). Written by that script."""
+Foot spheres are the project's choice (see scripts/tools/transcribe_assets.py). Written by that script."""
 
 INF = float("inf")
 

@@ -1,7 +1,7 @@
 """The small "Warp quadruped" of NVIDIA Warp's and Newton's examples: 6.22 kg base, twelve 2.04 kg links.
 
-Figures from its ``quadruped.urdf`` (Apache-2.0). Paper A §A.2 caps its PD torques at 20 N·m. The PD gains
-(k_p 100 N·m/rad, k_d 2 N·m·s/rad), the foot spheres (r = 0.02 m at the shank tips) and the default pose
+Figures from its ``quadruped.urdf`` (Apache-2.0). Schwarke et al. (arXiv 2404.02887) §A.2 cap its PD torques at 20 N·m.
+The PD gains (k_p 100 N·m/rad, k_d 2 N·m·s/rad), the foot spheres (r = 0.02 m at the shank tips) and the default pose
 (the initial pose of Warp's quadruped example) are the project's choices.
 """
 

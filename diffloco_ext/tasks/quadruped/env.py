@@ -40,7 +40,6 @@ class QuadrupedForwardEnv(LocomotionEnv):
         forward, up = self._axes()
         terms = {
             "speed": c.speed * torch.exp(-torch.square(self.u[:, 0] - c.target_speed) / c.speed_std**2),
-            "progress": c.progress * torch.clamp(self.u[:, 0], max=c.target_speed),
             "up": c.up * up[:, 2],
             "heading": c.heading * forward[:, 0],
             "height": c.height * (self.q[:, 2] - self.cfg.termination_height),

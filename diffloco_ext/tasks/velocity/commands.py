@@ -24,14 +24,6 @@ class VelocityCommand:
         if not 0.0 <= cfg.boundary_command_fraction <= 1.0 or not 0.0 < lo <= hi <= 1.0:
             raise ValueError(f"boundary_command_fraction must be in [0, 1] and boundary_command_scale (lo, hi) with "
                              f"0 < lo <= hi <= 1, got {cfg.boundary_command_fraction} and {cfg.boundary_command_scale}")
-        gate = cfg.curriculum_gate_lin_vel_error
-        if gate is not None and not (math.isfinite(gate) and gate > 0.0) or cfg.curriculum_gate_window < 1:
-            raise ValueError(f"curriculum_gate_lin_vel_error must be a positive number of m/s or None and "
-                             f"curriculum_gate_window >= 1 policy step, got {gate!r} and {cfg.curriculum_gate_window}")
-        replay = (cfg.fall_replay_fraction, cfg.fall_replay_buffer, cfg.fall_replay_window)
-        if not (0.0 <= replay[0] <= 1.0 and replay[1] >= 1 and replay[2] > 0.0):
-            raise ValueError(f"fall_replay_fraction must be in [0, 1], fall_replay_buffer >= 1 and "
-                             f"fall_replay_window > 0 s, got {replay[0]}, {replay[1]} and {replay[2]}")
         accel = cfg.tracking_reference_accel
         if accel is not None and not (len(accel) == 2 and all(math.isfinite(a) and a > 0.0 for a in accel)):
             raise ValueError(f"tracking_reference_accel must be None or two positive numbers (planar m/s^2, yaw "
@@ -47,16 +39,7 @@ class VelocityCommand:
         self.is_heading_env = torch.zeros(num_envs, dtype=torch.bool, device=device)
         self.is_standing_env = torch.zeros(num_envs, dtype=torch.bool, device=device)
         self.time_left = torch.zeros(num_envs, device=device)
-        self.steps = 0  # the curriculum's clock: policy steps so far (with a gate: those taken while it was open)
-        self.gate_error = float("nan")  # the gate's running planar error (m/s); NaN until the first update
-        # fall replay: the time since each env's draw (s), the heading error it started with (rad; NaN until the first
-        # heading update after the draw), the heading error a replayed draw is to start with (NaN: none), and the ring
-        # buffer of falls' commands: rows (vx, vy, wz, heading error at the draw, heading env 0/1)
-        self.since_draw = torch.zeros(num_envs, device=device)
-        self.draw_heading_error = torch.full((num_envs,), float("nan"), device=device)
-        self.replay_heading_error = torch.full((num_envs,), float("nan"), device=device)
-        self.fall_buffer = torch.zeros(cfg.fall_replay_buffer, 5, device=device)
-        self.fall_count = 0  # falls recorded so far (the buffer holds the last fall_replay_buffer of them)
+        self.steps = 0  # the curriculum's clock: policy steps so far
 
     def _uniform(self, low: float, high: float, n: int) -> torch.Tensor:
         return low + (high - low) * torch.rand(n, generator=self.generator, device=self.device)
@@ -77,57 +60,12 @@ class VelocityCommand:
         heading_env = torch.rand(n, generator=self.generator, device=self.device) < c.rel_heading_envs
         standing = torch.rand(n, generator=self.generator, device=self.device) < c.rel_standing_envs
         heading_env = heading_env & c.heading_command
-        replay_error = torch.full((n,), float("nan"), device=self.device)
-        if c.fall_replay_fraction > 0.0 and self.progress >= 1.0:
-            fresh, heading_env, standing, replay_error = self._replayed(fresh, heading_env, standing)
         m = env_mask
         self.command = torch.where(m[:, None], fresh, self.command)
         self.heading_target = torch.where(m, heading, self.heading_target)
         self.is_heading_env = torch.where(m, heading_env, self.is_heading_env)
         self.is_standing_env = torch.where(m, standing, self.is_standing_env)
         self.time_left = torch.where(m, torch.full_like(self.time_left, self.resampling_time), self.time_left)
-        self.since_draw = torch.where(m, torch.zeros_like(self.since_draw), self.since_draw)
-        self.draw_heading_error = torch.where(m, torch.full_like(self.draw_heading_error, float("nan")),
-                                              self.draw_heading_error)
-        self.replay_heading_error = torch.where(m, replay_error, self.replay_heading_error)
-
-    def _replayed(self, fresh, heading_env, standing):
-        """The draws with a ``fall_replay_fraction`` of the rows taken from the fall buffer (draws for all envs, as
-        :meth:`resample`, whatever the buffer holds): commands, heading flags, standing flags and the heading error
-        the replayed heading envs start with (NaN elsewhere)."""
-        n, held = self.num_envs, min(self.fall_count, self.cfg.fall_replay_buffer)
-        pick = torch.rand(n, generator=self.generator, device=self.device) < self.cfg.fall_replay_fraction
-        row = torch.randint(0, max(held, 1), (n,), generator=self.generator, device=self.device)
-        if held == 0:
-            return fresh, heading_env, standing, torch.full((n,), float("nan"), device=self.device)
-        old = self.fall_buffer[row]
-        command = torch.where(pick[:, None], old[:, :3], fresh)
-        was_heading = old[:, 4] > 0.5
-        heading_env = torch.where(pick, was_heading, heading_env)
-        standing = standing & ~pick
-        error = torch.where(pick & was_heading, old[:, 3], torch.full_like(old[:, 3], float("nan")))
-        return command, heading_env, standing, error
-
-    def record_falls(self, fell: torch.Tensor, heading: torch.Tensor) -> None:
-        """Remember the commands of the envs in ``fell`` [N] bool that fell within ``fall_replay_window`` s of their
-        command's draw (moving envs, once the curriculum is done), for :meth:`resample` to repeat; ``heading`` [N]
-        (rad): the base headings now (the heading error of a draw not yet updated). Call it before the fallen envs
-        are reset. A no-op with ``fall_replay_fraction`` 0."""
-        c = self.cfg
-        if c.fall_replay_fraction <= 0.0 or self.progress < 1.0:
-            return
-        blamed = fell & (self.since_draw <= c.fall_replay_window) & ~self.is_standing_env
-        index = torch.nonzero(blamed).flatten()
-        if index.numel() == 0:
-            return
-        now = wrap_to_pi(self.heading_target - heading.detach().to(self.heading_target.dtype))
-        started = torch.where(torch.isnan(self.draw_heading_error), now.to(self.draw_heading_error.dtype),
-                              self.draw_heading_error)
-        rows = torch.cat((self.command[index], started[index, None],
-                          self.is_heading_env[index, None].to(self.command.dtype)), dim=1)
-        slots = (self.fall_count + torch.arange(len(index), device=self.device)) % c.fall_replay_buffer
-        self.fall_buffer[slots] = rows.to(self.fall_buffer.dtype)
-        self.fall_count += len(index)
 
     def _to_boundary(self, planar: torch.Tensor) -> torch.Tensor:
         """A ``boundary_command_fraction`` of the rows of ``planar`` [N, 2] (vx, vy) scaled along their direction to
@@ -187,28 +125,18 @@ class VelocityCommand:
             initial = (full[0] * c.curriculum_initial_scale, full[1] * c.curriculum_initial_scale)
         return tuple(i + (f - i) * p for i, f in zip(initial, full))
 
-    def update(self, dt: float, heading: torch.Tensor, lin_vel_xy_error: torch.Tensor | None = None) -> None:
+    def update(self, dt: float, heading: torch.Tensor) -> None:
         """Advance the timers by ``dt`` (s), resample the expired commands, apply heading control at the current
-        base ``heading`` [N] (rad), zero the standing envs. ``lin_vel_xy_error`` [N] (m/s): the step's planar
-        tracking error of each env, for the curriculum's gate (required when the gate is on)."""
-        self.steps += self._gate(lin_vel_xy_error)
+        base ``heading`` [N] (rad), zero the standing envs."""
+        self.steps += 1
         self.time_left = self.time_left - dt
-        self.since_draw = self.since_draw + dt
         expired = self.time_left <= 0.0
         if bool(expired.any()):
             self.resample(expired)
         c = self.cfg
         if c.heading_command:
             heading = heading.detach()
-            replay = ~torch.isnan(self.replay_heading_error)
-            if bool(replay.any()):  # a replayed draw: its target that far from the heading the env has now
-                target = wrap_to_pi(heading + self.replay_heading_error.to(heading.dtype))
-                self.heading_target = torch.where(replay, target.to(self.heading_target.dtype), self.heading_target)
-                self.replay_heading_error = torch.full_like(self.replay_heading_error, float("nan"))
             error = wrap_to_pi(self.heading_target - heading)
-            first = torch.isnan(self.draw_heading_error)
-            self.draw_heading_error = torch.where(first, error.to(self.draw_heading_error.dtype),
-                                                  self.draw_heading_error)
             limit = self.current_range("ang_vel_z")
             wz = (c.heading_control_stiffness * error).clamp(*limit)
             self.command[:, 2] = torch.where(self.is_heading_env, wz, self.command[:, 2])
@@ -238,40 +166,21 @@ class VelocityCommand:
         start = velocity.detach().to(self.command.dtype) if ramped else self.command
         self.reference = torch.where(env_mask[:, None], start, self.reference)
 
-    def _gate(self, lin_vel_xy_error: torch.Tensor | None) -> int:
-        """1 if the curriculum's clock advances this step, else 0 (``curriculum_gate_lin_vel_error``: the running
-        error over the moving envs must be below the gate; off, or the curriculum done: always 1)."""
-        c = self.cfg
-        if c.curriculum_gate_lin_vel_error is None or not c.has_curriculum or self.progress >= 1.0:
-            return 1
-        if lin_vel_xy_error is None:
-            raise ValueError("the curriculum's gate (curriculum_gate_lin_vel_error) needs the step's planar "
-                             "tracking error: VelocityCommand.update(dt, heading, lin_vel_xy_error)")
-        error = lin_vel_xy_error.detach()
-        counted = ~self.is_standing_env & torch.isfinite(error)  # a diverged env is reset and counted by the env
-        if not bool(counted.any()):
-            return 0
-        error = float(error[counted].mean())
-        a = 1.0 / c.curriculum_gate_window
-        self.gate_error = error if math.isnan(self.gate_error) else (1.0 - a) * self.gate_error + a * error
-        return int(self.gate_error < c.curriculum_gate_lin_vel_error)
+    _TENSORS = ("command", "reference", "heading_target", "is_heading_env", "is_standing_env", "time_left")
 
     def state_dict(self) -> dict:
-        state = {k: getattr(self, k).clone() for k in
-                 ("command", "reference", "heading_target", "is_heading_env", "is_standing_env", "time_left",
-                  "since_draw", "draw_heading_error", "replay_heading_error", "fall_buffer")}
+        state = {k: getattr(self, k).clone() for k in self._TENSORS}
         state["steps"] = self.steps
-        state["gate_error"] = self.gate_error
-        state["fall_count"] = self.fall_count
         return state
 
     def load_state_dict(self, state: dict) -> None:
-        for k, v in state.items():  # a checkpoint from before fall replay (or the reference) lacks their entries
-            setattr(self, k, v if k in ("steps", "gate_error", "fall_count") else v.clone().to(self.device))
+        # a checkpoint from before the reference lacks its entry; other entries (of options since removed) are ignored
+        for k in self._TENSORS:
+            if k in state:
+                setattr(self, k, state[k].clone().to(self.device))
+        self.steps = state["steps"]
 
     def load_clock(self, state: dict) -> None:
-        """The curriculum's clock and its gate's running error from a :meth:`state_dict` of any env count (a run
-        resumed with other envs: the episodes start anew, the training schedule goes on where it was). The fall
-        replay buffer is not taken: its states belong to the other envs' run."""
+        """The curriculum's clock from a :meth:`state_dict` of any env count (a run resumed with other envs: the
+        episodes start anew, the training schedule goes on where it was)."""
         self.steps = int(state["steps"])
-        self.gate_error = float(state["gate_error"])

@@ -2,10 +2,9 @@
 :class:`~..locomotion_env.LocomotionEnv`.
 
 Observation groups (a ``TensorDict``): ``"policy"`` [N, 48] (Isaac Lab's order and units, with training noise),
-``"critic"`` [N, 48 + 13 (+ 5) (+ 2)] (the same without noise, plus privileged: foot contact states (4), foot heights (4,
+``"critic"`` [N, 48 + 13 (+ 5)] (the same without noise, plus privileged: foot contact states (4), foot heights (4,
 m), friction (1), base mass scale (1), base centre-of-mass offset (3, m); with ``critic_tracking_features`` also
-the tracking errors ``command - velocity`` (vx, vy in m/s, wz in rad/s; 3) and the two tracking kernels (2); with
-``critic_drive_gains`` the PD-gain scales k_p / k_p0 and k_d / k_d0 (2)).
+the tracking errors ``command - velocity`` (vx, vy in m/s, wz in rad/s; 3) and the two tracking kernels (2)).
 
 Events after the resets, as Isaac Lab orders them: commands (resampling timers, heading control), then
 interval pushes (a velocity change of the base), then the observations.
@@ -13,7 +12,6 @@ interval pushes (a velocity change of the base), then the observations.
 
 from __future__ import annotations
 
-import functools
 import math
 from types import SimpleNamespace
 
@@ -31,8 +29,7 @@ from .observations import POLICY_TERMS, policy_observation
 #: The reward terms, by the name of their weight in :class:`~.env_cfg.RewardsCfg` (and of their log entry).
 REWARD_TERMS = ("track_lin_vel_xy", "track_ang_vel_z", "lin_vel_z", "ang_vel_xy", "flat_orientation", "joint_torques",
                 "joint_acc", "action_rate", "foot_height_reference", "undesired_contact", "joint_pos_limits",
-                "base_height", "alive", "excess_tilt", "excess_ang_vel_xy", "excess_lin_vel_xy_error", "foot_slip",
-                "excess_joint_vel", "torque_saturation", "action_smoothness", "foot_touchdown")
+                "base_height", "alive", "foot_slip", "excess_joint_vel", "torque_saturation")
 
 #: Foot phase offsets of the trot reference by leg (diagonal pairs LF+RH and RF+LH).
 TROT_PHASE = {"LF": 0.0, "RH": 0.0, "RF": math.pi, "LH": math.pi}
@@ -51,8 +48,6 @@ class VelocityEnv(LocomotionEnv):
         self.base_mass_scale = torch.ones(N, dtype=dt, device=dev)
         self._draws = self._nominal_draws()
         self.adversarial = torch.zeros(N, dtype=torch.bool, device=dev)  # envs whose draws the adversary moves
-        self.observation_delayed = torch.zeros(N, dtype=torch.bool, device=dev)  # envs whose policy sees q, u late
-        self._state_seen: tuple[torch.Tensor, torch.Tensor] | None = None  # (q, u) of the last observation's step
         self._reset_since_detach = torch.zeros(N, dtype=torch.bool, device=dev)
         self._leaves: dict[str, torch.Tensor] | None = None
         # the last backward pass's gradients w.r.t. the draws, restored from a checkpoint (the leaves are not saved)
@@ -85,18 +80,18 @@ class VelocityEnv(LocomotionEnv):
         self._weights_curriculum_ramp = checked_fraction_ramp("env.rewards.weights_curriculum_ramp",
                                                               self.cfg.rewards.weights_curriculum_ramp)
         r = self.cfg.randomization
-        for key in ("edge_fraction", "adversarial_fraction", "observation_delay_fraction", "soft_ground_fraction"):
+        for key in ("adversarial_fraction", "soft_ground_fraction"):
             for name, f in ((key, getattr(r, key)), (f"after_curriculum.{key}", getattr(r.after_curriculum, key))):
                 if f is not None and (isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 <= f <= 1.0):
                     raise ValueError(f"env.randomization.{name} must be a fraction in [0, 1], got {f!r}")
-        for key, what in (("contact_kappa_scale", "a factor on kappa"), ("soft_ground_stiffness", "N/m")):
-            for name, pair in ((key, getattr(r, key)), (f"after_curriculum.{key}", getattr(r.after_curriculum, key))):
-                if pair is not None and not (isinstance(pair, (tuple, list)) and len(pair) == 2
-                                             and all(isinstance(x, (int, float)) and not isinstance(x, bool)
-                                                     and math.isfinite(x) and x > 0 for x in pair)
-                                             and pair[0] <= pair[1]):
-                    raise ValueError(f"env.randomization.{name} must be [low, high] with 0 < low <= high ({what}), "
-                                     f"got {pair!r}")
+        key = "soft_ground_stiffness"
+        for name, pair in ((key, getattr(r, key)), (f"after_curriculum.{key}", getattr(r.after_curriculum, key))):
+            if pair is not None and not (isinstance(pair, (tuple, list)) and len(pair) == 2
+                                         and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                 and math.isfinite(x) and x > 0 for x in pair)
+                                         and pair[0] <= pair[1]):
+                raise ValueError(f"env.randomization.{name} must be [low, high] with 0 < low <= high (N/m), "
+                                 f"got {pair!r}")
         self._ranges_ramp = checked_ramp("env.randomization.ranges_ramp", r.ranges_ramp,
                                          "policy steps after the curriculum's end")
         step = r.adversarial_step
@@ -107,21 +102,11 @@ class VelocityEnv(LocomotionEnv):
         return BaseState(self.q, self.u, self.params["body_com"][:, 0])
 
     # ---- observations ------------------------------------------------------------------------------------------
-    def step(self, actions: torch.Tensor):
-        self._state_seen = (self.q, self.u)  # what a delayed env's policy sees after this step
-        return super().step(actions)
-
     def _observations(self) -> TensorDict:
         base_com = self.params["body_com"][:, 0]
         clean = policy_observation(self.q, self.u, base_com, self.commands.command, self.actions,
                                    self.default_joint_pos, self.to_isaaclab)
         policy = clean
-        if self._state_seen is not None and bool(self.observation_delayed.any()):  # randomization.observation_delay
-            late = self.observation_delayed[:, None]
-            q_seen = torch.where(late, self._state_seen[0], self.q)
-            u_seen = torch.where(late, self._state_seen[1], self.u)
-            policy = policy_observation(q_seen, u_seen, base_com, self.commands.command, self.actions,
-                                        self.default_joint_pos, self.to_isaaclab)
         noise = self.cfg.observation_noise
         if noise.enable:
             widths = (noise.base_lin_vel, noise.base_ang_vel, noise.projected_gravity, 0.0, noise.joint_pos,
@@ -136,9 +121,6 @@ class VelocityEnv(LocomotionEnv):
                                     self.params["body_com"][:, 0] - self.nominal["body_com"][:, 0]], dim=1)
             if self.cfg.critic_tracking_features:
                 privileged = torch.cat([privileged, self._tracking_features()], dim=1)
-            if self.cfg.critic_drive_gains:
-                gains = [self.params[k][:, :1] / self.nominal[k][:, :1] for k in ("joint_stiffness", "joint_damping")]
-                privileged = torch.cat([privileged, *gains], dim=1)
             groups["critic"] = torch.cat([clean, privileged], dim=1)
         return TensorDict(groups, batch_size=[self.num_envs])
 
@@ -175,7 +157,8 @@ class VelocityEnv(LocomotionEnv):
         zero = torch.zeros_like(lin_vel_b[:, 0])
         gaps = self._body_gaps(out)
         terms = {
-            "track_lin_vel_xy": (c.track_lin_vel_xy, R.track_lin_vel_xy_exp(tracked, lin_vel_b, c.track_lin_vel_xy_std)),
+            "track_lin_vel_xy": (c.track_lin_vel_xy,
+                                 R.track_lin_vel_xy_exp(tracked, lin_vel_b, c.track_lin_vel_xy_std)),
             "track_ang_vel_z": (c.track_ang_vel_z, R.track_ang_vel_z_exp(tracked, ang_vel_b, c.track_ang_vel_z_std)),
             "lin_vel_z": (c.lin_vel_z, R.lin_vel_z_l2(lin_vel_b)),
             "ang_vel_xy": (c.ang_vel_xy, R.ang_vel_xy_l2(ang_vel_b)),
@@ -190,20 +173,11 @@ class VelocityEnv(LocomotionEnv):
                                                                          self.soft_upper)),
             "base_height": (c.base_height, torch.square(self.q[:, 2] - self.ground_height - c.base_height_target)),
             "alive": (c.alive, torch.ones_like(zero)),
-            "excess_tilt": (c.excess_tilt, R.excess_tilt_l2(gravity_b, c.excess_tilt_threshold)),
-            "excess_ang_vel_xy": (c.excess_ang_vel_xy, R.excess_ang_vel_xy_l2(ang_vel_b,
-                                                                             c.excess_ang_vel_xy_threshold)),
-            "excess_lin_vel_xy_error": (c.excess_lin_vel_xy_error, R.excess_lin_vel_xy_error_l2(
-                tracked, lin_vel_b, c.excess_lin_vel_xy_error_threshold)),
             "foot_slip": (c.foot_slip, R.foot_slip(self.foot_height, out.foot_vel, c.foot_slip_height,
                                                    c.foot_slip_width)),
             "excess_joint_vel": (c.excess_joint_vel, R.excess_joint_vel_l2(
                 self.u[:, 6:], c.excess_joint_vel_ratio * self.robot.actuator.velocity_limit)),
             "torque_saturation": (c.torque_saturation, self._torque_saturation(before)),
-            "action_smoothness": (c.action_smoothness, R.action_smoothness_l2(self.actions, self.previous_actions,
-                                                                             self.actions_before_previous)),
-            "foot_touchdown": (c.foot_touchdown, R.foot_touchdown(self.foot_height, out.foot_vel,
-                                                                 c.foot_touchdown_height, c.foot_touchdown_width)),
         }
         if c.weights_curriculum_end:
             f = ramp_fraction(self.commands.progress, self._weights_curriculum_ramp)
@@ -255,15 +229,11 @@ class VelocityEnv(LocomotionEnv):
         return self.commands.progress
 
     def _episode_log(self, dones, terminated, diverged, time_outs) -> dict[str, float]:
-        """The base class's episode log plus the command curriculum's progress (0-1) and its gate's running planar
-        error (m/s, NaN without a gate); with the adversary, its envs' count and their mean position in each range
-        (``Adversary/<quantity>``: 0 at the low end, 1 at the high end; the com offset's three axes together)."""
+        """The base class's episode log plus the command curriculum's progress (0-1); with the adversary, its envs'
+        count and their mean position in each range (``Adversary/<quantity>``: 0 at the low end, 1 at the high end;
+        the com offset's three axes together)."""
         log = super()._episode_log(dones, terminated, diverged, time_outs)
         log["Curriculum/command_progress"] = self.commands.progress
-        log["Curriculum/gate_lin_vel_error"] = self.commands.gate_error
-        if self.cfg.commands.fall_replay_fraction > 0.0:
-            log["Curriculum/fall_replay_commands"] = float(min(self.commands.fall_count,
-                                                               self.cfg.commands.fall_replay_buffer))
         if bool(self.adversarial.any()):  # where the adversary holds its envs: 0 at a range's low end, 1 at its high
             log["Adversary/envs"] = float(self.adversarial.sum())
             for name, (lo, hi) in self._draw_bounds().items():
@@ -289,17 +259,13 @@ class VelocityEnv(LocomotionEnv):
             fresh = self._nominal_draws()
         else:
             r = SimpleNamespace(**r.ranges(self._ranges_after()))
-            draw = functools.partial(self._draw, edge_fraction=r.edge_fraction)
+            draw = self.uniform
             fresh = {"base_mass_scale": torch.exp(draw(math.log(r.base_mass_scale[0]), math.log(r.base_mass_scale[1]),
                                                        N))}
             fresh["base_com"] = torch.cat([draw(-r.base_com_xy, r.base_com_xy, N, 2),
                                            draw(-r.base_com_z, r.base_com_z, N)[:, None]], dim=1)
             fresh.update(friction=draw(*r.friction, N), stiffness_scale=draw(*r.stiffness_scale, N, 1),
                          damping_scale=draw(*r.damping_scale, N, 1))
-            lo, hi = r.contact_kappa_scale
-            # log-uniform; at (1, 1) nothing is drawn, so the generator's stream is as without the option
-            fresh["contact_kappa_scale"] = (torch.exp(self.uniform(math.log(lo), math.log(hi), N))
-                                            if (lo, hi) != (1.0, 1.0) else self._nominal_draws()["contact_kappa_scale"])
             fresh["soft_ground_stiffness"] = self._nominal_draws()["soft_ground_stiffness"]
             if r.soft_ground_fraction > 0:  # as the other fractions: nothing drawn at 0
                 lo, hi = r.soft_ground_stiffness
@@ -313,10 +279,6 @@ class VelocityEnv(LocomotionEnv):
         chosen = (torch.rand(N, generator=self.generator, device=self.device) < fraction if fraction
                   else torch.zeros_like(mask))
         self.adversarial = torch.where(mask, chosen, self.adversarial)
-        delay = getattr(r, "observation_delay_fraction", 0.0) if self.cfg.randomization.enable else 0.0
-        late = (torch.rand(N, generator=self.generator, device=self.device) < delay if delay
-                else torch.zeros_like(mask))
-        self.observation_delayed = torch.where(mask, late, self.observation_delayed)
         self._reset_since_detach = self._reset_since_detach | mask
         return self._params_of(fresh)
 
@@ -332,8 +294,7 @@ class VelocityEnv(LocomotionEnv):
         N, kw = self.num_envs, dict(dtype=self.dtype, device=self.device)
         return {"base_mass_scale": torch.ones(N, **kw), "base_com": torch.zeros(N, 3, **kw),
                 "friction": self.nominal["friction"].clone(), "stiffness_scale": torch.ones(N, 1, **kw),
-                "damping_scale": torch.ones(N, 1, **kw), "contact_kappa_scale": torch.ones(N, **kw),
-                "soft_ground_stiffness": torch.zeros(N, **kw)}
+                "damping_scale": torch.ones(N, 1, **kw), "soft_ground_stiffness": torch.zeros(N, **kw)}
 
     def _params_of(self, draws: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """The simulator's parameter tensors (:data:`~..locomotion_env.RANDOMISED`) of the randomised quantities
@@ -349,7 +310,6 @@ class VelocityEnv(LocomotionEnv):
         return {"friction": draws["friction"], "body_mass": mass, "body_com": com, "body_inertia": inertia,
                 "joint_stiffness": nom["joint_stiffness"] * draws["stiffness_scale"],
                 "joint_damping": nom["joint_damping"] * draws["damping_scale"],
-                "contact_kappa_scale": draws["contact_kappa_scale"].detach(),
                 "contact_soft_stiffness": draws["soft_ground_stiffness"].detach()}
 
     def _draw_bounds(self) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
@@ -371,8 +331,6 @@ class VelocityEnv(LocomotionEnv):
         clamped to the ranges in force, unless the env was reset since; then fresh leaves for the next horizon's
         gradient. Envs not chosen keep their draws."""
         super().detach_state()
-        if self._state_seen is not None:
-            self._state_seen = (self._state_seen[0].detach(), self._state_seen[1].detach())
         leaves, self._leaves = self._leaves, None
         grads = {k: v.grad for k, v in leaves.items()} if leaves is not None else self._pending_adversary_grads
         self._pending_adversary_grads = None
@@ -393,32 +351,15 @@ class VelocityEnv(LocomotionEnv):
         if bool(self.adversarial.any()) and learning:
             # leaves for the quantities the adversary moves (the ground's kind takes no gradient)
             self._leaves = {k: v.detach().clone().requires_grad_(True) for k, v in self._draws.items()
-                            if k not in ("contact_kappa_scale", "soft_ground_stiffness")}
+                            if k != "soft_ground_stiffness"}
             self.params = self._params_of({**self._draws, **self._leaves})
         elif grads is not None:
             self.params = self._params_of(self._draws)
         if grads is not None or self._leaves is not None:  # the moved parameters' observations (critic: friction)
             self._obs = self._observations().detach()
 
-    def _draw(self, low: float, high: float, *shape, edge_fraction: float) -> torch.Tensor:
-        """Samples of ``shape`` in [low, high]: uniform, except a fraction ``edge_fraction`` of them at ``low`` or
-        ``high`` with equal odds (``RandomizationCfg.edge_fraction``). With 0 the generator's stream is a plain
-        uniform draw's (a seed's runs are unchanged by the option)."""
-        value = self.uniform(low, high, *shape)
-        if not edge_fraction:
-            return value
-        rand = torch.rand(2, *shape, generator=self.generator, device=self.device)
-        endpoint = torch.where(rand[1] < 0.5, torch.full_like(value, low), torch.full_like(value, high))
-        return torch.where(rand[0] < edge_fraction, endpoint, value)
-
-    def _on_fall(self, fell: torch.Tensor) -> None:
-        self.commands.record_falls(fell, self.base_state().heading)
-
     def _on_reset(self, mask: torch.Tensor) -> None:
         r = self.cfg.randomization
-        if self._state_seen is not None:  # a reset env's delayed policy sees its reset state (no history yet)
-            m = mask[:, None]
-            self._state_seen = (torch.where(m, self.q, self._state_seen[0]), torch.where(m, self.u, self._state_seen[1]))
         self.push_time_left = torch.where(mask, self.uniform(*r.push_interval, self.num_envs).float(),
                                           self.push_time_left)
         self.foot_height = torch.where(mask[:, None], torch.zeros_like(self.foot_height), self.foot_height)
@@ -427,7 +368,7 @@ class VelocityEnv(LocomotionEnv):
         self.commands.reset_reference(mask, torch.cat((base.lin_vel_b[:, :2], base.ang_vel_b[:, 2:]), dim=1))
 
     def _post_reset(self, dones: torch.Tensor) -> None:
-        self.commands.update(self.step_dt, self.base_state().heading, self.step_metrics.get("lin_vel_xy_error"))
+        self.commands.update(self.step_dt, self.base_state().heading)
         r = self.cfg.randomization
         self.push_time_left = self.push_time_left - self.step_dt
         due = (self.push_time_left <= 0.0) & ~dones
@@ -442,13 +383,12 @@ class VelocityEnv(LocomotionEnv):
     def _task_state(self) -> dict:
         return {"commands": self.commands.state_dict(), "push_time_left": self.push_time_left.clone(),
                 "base_mass_scale": self.base_mass_scale.clone(), "foot_height": self.foot_height.clone(),
-                "draws": {k: v.detach().clone() for k, v in self._draws.items()}, "adversarial": self.adversarial.clone(),
+                "draws": {k: v.detach().clone() for k, v in self._draws.items()},
+                "adversarial": self.adversarial.clone(),
                 "reset_since_detach": self._reset_since_detach.clone(),
-                "observation_delayed": self.observation_delayed.clone(),
                 # the adversary's next step (at detach_state) follows these: a resumed run takes the same step
                 "adversary_grads": None if self._leaves is None else {
-                    k: v.grad.detach().clone() for k, v in self._leaves.items() if v.grad is not None},
-                "state_seen": None if self._state_seen is None else tuple(t.detach().clone() for t in self._state_seen)}
+                    k: v.grad.detach().clone() for k, v in self._leaves.items() if v.grad is not None}}
 
     def load_schedule_state(self, state: dict) -> None:
         """The training schedule of a :meth:`state_dict` saved with another env count: the command curriculum's
@@ -463,10 +403,10 @@ class VelocityEnv(LocomotionEnv):
         self.base_mass_scale = state["base_mass_scale"].clone().to(self.dtype)
         self.foot_height = state["foot_height"].clone().to(self.dtype)
         if "draws" in state:
-            self._draws = {k: v.clone().to(self.dtype) for k, v in state["draws"].items()}
-            # states saved before the ground was randomised: every env at the nominal kappa, none on a soft ground
-            for key in ("contact_kappa_scale", "soft_ground_stiffness"):
-                self._draws.setdefault(key, self._nominal_draws()[key])
+            nominal = self._nominal_draws()  # draws of options since removed are not taken
+            self._draws = {k: v.clone().to(self.dtype) for k, v in state["draws"].items() if k in nominal}
+            # states saved before the soft grounds: none on a soft ground
+            self._draws.setdefault("soft_ground_stiffness", nominal["soft_ground_stiffness"])
             self.adversarial = state["adversarial"].clone()
         else:  # states saved before the adversary: the draws read back from the parameters
             nom = self.nominal
@@ -475,14 +415,10 @@ class VelocityEnv(LocomotionEnv):
                            "friction": self.params["friction"].clone(),
                            "stiffness_scale": self.params["joint_stiffness"][:, :1] / nom["joint_stiffness"][:, :1],
                            "damping_scale": self.params["joint_damping"][:, :1] / nom["joint_damping"][:, :1],
-                           "contact_kappa_scale": self._nominal_draws()["contact_kappa_scale"],
                            "soft_ground_stiffness": self._nominal_draws()["soft_ground_stiffness"]}
             self.adversarial = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         self._leaves = None
         grads = state.get("adversary_grads")
-        self._pending_adversary_grads = None if grads is None else {k: v.clone().to(self.dtype) for k, v in grads.items()}
+        self._pending_adversary_grads = (None if grads is None
+                                         else {k: v.clone().to(self.dtype) for k, v in grads.items()})
         self._reset_since_detach = state.get("reset_since_detach", torch.zeros_like(self.adversarial)).clone()
-        # states saved before the observation delay: no env delayed
-        self.observation_delayed = state.get("observation_delayed", torch.zeros_like(self.adversarial)).clone()
-        seen = state.get("state_seen")
-        self._state_seen = None if seen is None else tuple(t.clone().to(self.dtype) for t in seen)

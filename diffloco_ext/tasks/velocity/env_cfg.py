@@ -12,8 +12,9 @@ Lab and a robot unchanged:
 * 12 actions in the same joint order: joint target = default pose + 0.5 x action (rad).
 * 50 Hz: ``sim.dt`` 0.005 s x ``sim.substeps`` 4; 20 s episodes; commands resampled every 10 s.
 
-Rewards differ from Isaac Lab's where Isaac Lab's cannot be differentiated (feet air time -> paper A's
-sinusoidal foot-height reference; contact counts -> smooth penetration penalties); every term and weight is here.
+Rewards differ from Isaac Lab's where Isaac Lab's cannot be differentiated (feet air time -> Schwarke et al.'s
+sinusoidal foot-height reference, arXiv 2404.02887; contact counts -> smooth penetration penalties); every term and
+weight is here.
 """
 
 from __future__ import annotations
@@ -55,45 +56,26 @@ class CommandsCfg:
     over all directions average the first-order gradient of a command-independent gait to about zero."""
     curriculum_initial_lin_vel_y: tuple[float, float] | None = None
     curriculum_initial_ang_vel_z: tuple[float, float] | None = None
-    curriculum_gate_lin_vel_error: float | None = None
-    """Performance gate of the curriculum (m/s; None: off, the curriculum follows the step count alone): its clock
-    advances on a policy step only while the running planar tracking error ``||v_xy,cmd - v_xy||`` (the mean over
-    the moving envs, exponentially averaged over ``curriculum_gate_window`` policy steps) is below this, so the
-    ranges widen only as fast as the policy follows them (as legged_gym's command curriculum widens its ranges when
-    the tracking reward is high). Each data-parallel rank gates its own envs."""
-    curriculum_gate_window: int = 320
-    """Time constant of the gate's running error (policy steps of each env; 320 = 10 SHAC iterations of 32)."""
     resampling_time_final: float | None = None
-    """Resampling period (s) once the curriculum has reached the full ranges (at once without a curriculum; None: ``resampling_time``
-    throughout). A training choice, not part of the interface: a shorter period puts more command changes in
-    each rollout, and the falls of the trained policies are sideways roll-overs in the seconds after a command
-    change (docs/tasks.md, session 8)."""
+    """Resampling period (s) once the curriculum has reached the full ranges (at once without a curriculum; None:
+    ``resampling_time`` throughout). A training choice, not part of the interface: a shorter period puts more command
+    changes in each rollout, and the falls of the trained policies are sideways roll-overs in the seconds after a
+    command change (docs/design.md: command changes: period)."""
     boundary_command_fraction: float = 0.0
     """Fraction of the resampled planar commands (vx, vy) moved out to the edge of their ranges once the curriculum
     has reached the full ranges (0: Isaac Lab's uniform sampling throughout). Such a command keeps the direction of
     its uniform draw and gets a length of U(``boundary_command_scale``) of the way to the range's boundary, so the
     corners of the square (|v| up to 1.41 m/s), where the trained policies fell, come up more often. A training
-    choice, not part of the interface (docs/tasks.md, session 9)."""
+    choice, not part of the interface (docs/design.md: command changes: boundary commands)."""
     boundary_command_scale: tuple[float, float] = (0.85, 1.0)
-    fall_replay_fraction: float = 0.0
-    """Fraction of the commands resampled once the curriculum has reached the full ranges that repeat a command under
-    which an env fell: its (vx, vy), and in heading mode the heading error it started with (the new target is set that
-    far from the base's heading, so the yaw-rate command follows the same course), else its wz. Drawn uniformly from
-    the last ``fall_replay_buffer`` falls of this env batch (each data-parallel rank keeps its own) that came within
-    ``fall_replay_window`` s of the command's draw, standing envs' excepted; while the buffer is empty the commands
-    are the uniform ones. 0: off (Isaac Lab's uniform sampling). A training choice, not part of the interface: the
-    trained policies fall at a few commands of their own (a seed's weak direction, 1-3 s after a command change or
-    the start; docs/tasks.md, session 30), which uniform sampling rarely repeats."""
-    fall_replay_buffer: int = 256
-    fall_replay_window: float = 4.0  # s after a command's draw within which a fall is blamed on it
     tracking_reference_accel: tuple[float, float] | None = None
     """Bounded accelerations (planar m/s^2, yaw rad/s^2) of the reference that the tracking rewards follow (None:
     the command itself, as Isaac Lab's task). With a value the rewards track a reference that moves towards the
     command at most this fast (the planar part along the straight line, by its norm), starting from the base's
     velocity at each reset: a new command is to be reached at a bounded acceleration instead of at once, where
-    the trained policies overshoot and fall (sideways roll-overs 0.7-3 s after a command change, docs/tasks.md,
-    sessions 6-8 and 41). The policy still observes the command; the critic's tracking features follow the
-    reference. Once the curriculum has reached the full ranges (at once without a curriculum; during it the
+    the trained policies overshoot and fall (sideways roll-overs 0.7-3 s after a command change; docs/design.md:
+    command changes: tracking reference). The policy still observes the command; the critic's tracking features
+    follow the reference. Once the curriculum has reached the full ranges (at once without a curriculum; during it the
     reference is the command). A training choice, not part of the interface: the validation measures the error to
     the command."""
 
@@ -129,7 +111,7 @@ class ActionsCfg:
 
 @dataclass
 class FootHeightReferenceCfg:
-    """Paper A's sinusoidal foot-height reference (in place of the non-differentiable feet-air-time reward).
+    """Schwarke et al.'s sinusoidal foot-height reference (in place of the non-differentiable feet-air-time reward).
 
     Foot ``f`` should be at height ``h_ref = height * max(0, sin(2 pi t / period + phase_f))`` above the ground
     (the bottom of its sphere, m), ``phase`` 0 for LF and RH, pi for RF and LH (trot pairs shifted by pi). Envs
@@ -153,19 +135,14 @@ class RewardsCfg:
     * ``undesired_contact`` -1.0 per metre of thigh/shank penetration x 100 (a smooth stand-in for Isaac Lab's
       count of thigh contacts above 1 N, which has no gradient);
     * ``joint_pos_limits`` -10: the simulator models no joint limits (Isaac Lab's PhysX does), so leaving the
-      range is penalised (rad outside the soft limits, 95 % of the range as Isaac Lab's ``soft_joint_pos_limit_factor``);
+      range is penalised (rad outside the soft limits, 95 % of the range as Isaac Lab's
+      ``soft_joint_pos_limit_factor``);
     * ``termination`` -1 x (1 / policy step): a fall costs as much as 1 s of full tracking reward;
     * ``base_height`` -50: ``-(h - target)^2``, a differentiable stand-in for the termination, whose penalty no
       gradient sees (SHAC's first-order gradient only sees what is differentiable);
     * ``alive`` 1.0: a constant per step survived, so that the critic values survival above a fall whatever the
       sign of the other terms (DiffRL's Ant gets the same from its height reward). With both, SHAC runs went from
       falling within 1-4 s to surviving whole episodes.
-    * ``excess_tilt``, ``excess_ang_vel_xy``, ``excess_lin_vel_xy_error``: hinge penalties ``max(0, |x| - threshold)^2``
-      on the base's tilt (``|g_xy|``, the sine of the angle from level), its roll/pitch rate and the planar tracking
-      error: zero (and no gradient) in normal walking, growing as the robot tips or slides away from the command,
-      where the termination that follows has no gradient and the exponential tracking kernel has lost its own
-      (differentiable stand-ins for a fall; the policies' falls are sideways roll-overs in command transients,
-      docs/tasks.md). 0 by default here; the weights the main job trains with are in ``scripts/main_job.py``.
     * ``foot_slip``: the feet's horizontal speed weighted by a smooth stance indicator (1 on the ground, 1/2 at
       ``foot_slip_height``, the validation's stance height), Isaac Lab's Spot foot-slip penalty made
       differentiable; ``excess_joint_vel``: joint speeds beyond ``excess_joint_vel_ratio`` x the DC motor's no-load
@@ -173,11 +150,6 @@ class RewardsCfg:
       default here (Isaac Lab's flat ANYmal-D task has neither).
     * ``torque_saturation``: the squared part of the PD demand outside the DC-motor envelope (over the effort
       limit), at the policy step's start, where the validation's saturation gate measures it. 0 by default here.
-    * ``action_smoothness``: the squared second difference of the actions, ``a_t - 2 a_(t-1) + a_(t-2)``, which
-      weighs chatter near the policy's Nyquist rate far above the gait's own frequencies (``action_rate`` weighs
-      them alike within a factor of ~20). 0 by default here.
-    * ``foot_touchdown``: the feet's squared downward speed near the ground (the stance indicator's form, 1/2 at
-      ``foot_touchdown_height``): a soft-landing term for the knee-speed peaks at touchdown. 0 by default here.
 
     ``after_curriculum`` names terms that count only once the command curriculum has reached the full ranges
     (weight 0 before; at once without a curriculum): a training choice, so that a term shaping the gait does not
@@ -192,7 +164,7 @@ class RewardsCfg:
     ``start`` to its ``end``, to the given ones, held from there (and the origin ``weights_after_curriculum``'s ramp
     starts from). A training choice for a gait that has formed early in the curriculum: e.g. a stronger
     ``action_rate`` over its second third keeps the gait from chattering into the curriculum's end, where such gaits
-    settled into standing (docs/tasks.md, sessions 32-33). Not for the terms ``after_curriculum`` names (0 until the
+    settled into standing (docs/design.md: action rate). Not for the terms ``after_curriculum`` names (0 until the
     end).
     """
 
@@ -213,12 +185,6 @@ class RewardsCfg:
     termination: float = -50.0
     base_height: float = -50.0
     alive: float = 1.0
-    excess_tilt: float = 0.0
-    excess_tilt_threshold: float = 0.2  # |g_xy|, the sine of the base's tilt (0.2: 11.5 degrees)
-    excess_ang_vel_xy: float = 0.0
-    excess_ang_vel_xy_threshold: float = 1.5  # rad/s
-    excess_lin_vel_xy_error: float = 0.0
-    excess_lin_vel_xy_error_threshold: float = 0.5  # m/s
     base_height_target: float = 0.55  # m above the ground (ANYmal D stands at 0.545 m in the default pose)
     foot_slip: float = 0.0
     foot_slip_height: float = 0.01  # m: the stance indicator is 1/2 here (the validation's stance height)
@@ -226,10 +192,6 @@ class RewardsCfg:
     excess_joint_vel: float = 0.0
     excess_joint_vel_ratio: float = 0.8  # x the DC motor's no-load speed (ANYmal D: 7.5 rad/s)
     torque_saturation: float = 0.0
-    action_smoothness: float = 0.0
-    foot_touchdown: float = 0.0
-    foot_touchdown_height: float = 0.03  # m: 1/2 here; a foot descending 0.5 m/s crosses the band within a policy step
-    foot_touchdown_width: float = 0.01  # m
     after_curriculum: tuple[str, ...] = ()
     weights_after_curriculum: dict[str, float] = field(default_factory=dict)
     weights_ramp: tuple[int, int] = (0, 0)  # policy steps after the curriculum's end
@@ -243,8 +205,8 @@ class RandomizationRangesCfg:
     reached the full ranges (at once without a curriculum); ``None`` keeps that range. Units and meaning as there.
 
     A training choice, as ``pushes_after_curriculum``: SHAC learns its first gait on narrow ranges and is then
-    fine-tuned on the ranges the validation checks (friction 0.4-1.2, +-5 kg, PD gains +-20 %; docs/tasks.md,
-    session 21)."""
+    fine-tuned on the ranges the validation checks (friction 0.4-1.2, +-5 kg, PD gains +-20 %; docs/design.md:
+    randomisation after the curriculum)."""
 
     friction: tuple[float, float] | None = None
     base_mass_scale: tuple[float, float] | None = None
@@ -252,17 +214,14 @@ class RandomizationRangesCfg:
     base_com_z: float | None = None
     stiffness_scale: tuple[float, float] | None = None
     damping_scale: tuple[float, float] | None = None
-    contact_kappa_scale: tuple[float, float] | None = None
     soft_ground_fraction: float | None = None
     soft_ground_stiffness: tuple[float, float] | None = None
-    edge_fraction: float | None = None
     adversarial_fraction: float | None = None
-    observation_delay_fraction: float | None = None
 
 
 @dataclass
 class RandomizationCfg:
-    """Domain randomisation, uniform, resampled for an env at each of its resets (paper A: observation noise,
+    """Domain randomisation, uniform, resampled for an env at each of its resets (Schwarke et al.: observation noise,
     mass, friction, base velocity pushes; plus centre of mass and PD gains, which help transfer)."""
 
     enable: bool = True
@@ -272,27 +231,15 @@ class RandomizationCfg:
     base_com_z: float = 0.01  # m
     stiffness_scale: tuple[float, float] = (0.85, 1.15)
     damping_scale: tuple[float, float] = (0.85, 1.15)
-    contact_kappa_scale: tuple[float, float] = (1.0, 1.0)
-    """Log-uniform factor on the smoothed contact's sharpness ``sim.contact.kappa`` per env (1): a softer ground
-    (< 1: the feet sink deeper before the contact holds them, as on MuJoCo's soft contacts) or a sharper one (> 1).
-    Acts in smoothed contact only (hard and soft contact ignore it); no gradient flows to it, so the adversary does
-    not move it. ``(1, 1)``: off, no random numbers drawn (a seed's
-    runs are unchanged by the option). A training choice against a policy that holds its gait on one ground only
-    (docs/tasks.md, session 34)."""
     soft_ground_fraction: float = 0.0
     """Fraction of the envs (drawn at each reset) that stand on a soft ground: soft contact's penalty spring-damper
     (``sim.contact.soft_damping``, ``soft_friction_damping``) with a spring stiffness drawn from
     ``soft_ground_stiffness``, whatever ``sim.contact.mode`` (the other envs keep it). MuJoCo's soft contacts are
-    such a spring; a policy trained on one ground only may lose its gait on them (docs/tasks.md, session 34). Soft
-    contact's gradients are those of a stiff spring: a batch on soft ground alone did not train (session 34). 0: off
-    (no random numbers drawn)."""
+    such a spring; a policy trained on one ground only may lose its gait on them (docs/design.md: soft grounds,
+    exploration noise, boundary commands). Soft contact's gradients are those of a stiff spring: a batch on soft
+    ground alone did not train. 0: off (no random numbers drawn)."""
     soft_ground_stiffness: tuple[float, float] = (2.0e4, 2.0e4)
     """Spring stiffness k_p of the soft grounds (N/m per foot), log-uniform."""
-    edge_fraction: float = 0.0
-    """Fraction of the draws of each range above (friction, base mass, centre of mass, each PD-gain scale) that
-    take one of the range's two endpoints, either with equal odds, instead of a uniform value: the validation checks
-    the corners of these ranges (friction 0.4, PD gains +-20 %), which a uniform draw visits rarely (a policy that
-    falls there in 30 % of the episodes may fall in 1 % of the uniform ones). 0: uniform, as Isaac Lab's events."""
     adversarial_fraction: float = 0.0
     """Fraction of the envs (drawn at each reset) whose randomised parameters an adversary moves, within the ranges
     in force, against the learner: at the start of every horizon (``detach_state``) each such env's friction, base
@@ -303,27 +250,21 @@ class RandomizationCfg:
     leave the parameters where they were drawn. 0: off (the draws and their random numbers as without it)."""
     adversarial_step: float = 0.25
     """The adversary's step per horizon, as a fraction of each range's width (0.25: any corner within 4 horizons)."""
-    observation_delay_fraction: float = 0.0
-    """Fraction of the envs (drawn at each reset) whose policy sees the robot's state one policy step (``sim.dt x
-    decimation``, 20 ms) late: base velocities, projected gravity, joint positions and velocities of the state before
-    the last step, with the current command and last actions (the validation's ``latency`` scenario, a deployment's
-    estimator and communication delay). Right after a reset the delayed envs see the reset state. The critic's
-    observations stay current. Differentiable (the delayed state is the previous step's, in the graph). 0: off (no
-    random numbers drawn)."""
     push_interval: tuple[float, float] = (10.0, 15.0)  # s
     push_velocity_xy: float = 0.5  # m/s, added to the base velocity
     pushes_after_curriculum: bool = False
     """Push only once the command curriculum has reached the full ranges (at once without a curriculum). A
     training choice: the early SHAC runs with pushes (and the full randomisation) from the start kept falling; after
     the curriculum, pushes of 0.5 m/s every 3-6 s halved the falls at fast commands, fine-tuning and from scratch
-    (docs/tasks.md, session 11)."""
+    (docs/design.md: pushes)."""
     after_curriculum: RandomizationRangesCfg = field(default_factory=RandomizationRangesCfg)
     """Ranges that replace these for the resets after the command curriculum is done (None: unchanged)."""
     ranges_ramp: tuple[int, int] = (0, 0)
     """``(start, end)``: policy steps after the curriculum's end over which ``after_curriculum``'s ranges take over
     linearly (each endpoint and fraction moves from its value here to its value there; these ranges until ``start``,
     those from ``end``; ``(0, 0)``: at the curriculum's end). A training choice, as ``RewardsCfg.weights_ramp``: a
-    policy fine-tuned at once on the validation's wide ranges chattered on some seeds (docs/tasks.md, session 29)."""
+    policy fine-tuned at once on the validation's wide ranges chattered on some seeds (docs/design.md: randomisation
+    after the curriculum)."""
 
     def ranges(self, after: float) -> dict[str, object]:
         """The ranges in force when ``after`` (0 to 1) of the way from these to ``after_curriculum``'s: these at 0,
@@ -392,17 +333,8 @@ class VelocityEnvCfg:
     """The critic group also reads the tracking errors and kernels (5). Without them, with commands spread over
     their ranges, the critic's value ignored the tracking and its gradient at the horizon's end (SHAC's bootstrap)
     held every run at stepping in place: with forward commands U(0.5, 1), SHAC stood (planar error 0.76 m/s)
-    while the same run without the bootstrap gradient tracked (0.28 m/s) but fell within 1 s (docs/tasks.md)."""
-    critic_drive_gains: bool = False
-    """The critic group also reads the drives' randomised PD-gain scales (k_p, k_d, each / its nominal; 2), as it
-    reads friction and mass: the validation checks the corners of the gain ranges, where a value that ignores the
-    gains averages over them."""
-    state_grad_clip: float | None = None
-    """Per env and policy step, the gradient w.r.t. the simulator state (q, u) is scaled down to this norm in the
-    backward pass (None: off). Absolute, so it depends on the loss's normalisation: the learners' losses are means
-    over envs and steps, and there ``grad_clip_relative`` is the bound that acts."""
-    action_grad_clip: float | None = None
-    """The same on the gradient w.r.t. the actions (None: off)."""
+    while the same run without the bootstrap gradient tracked (0.28 m/s) but fell within 1 s (docs/design.md:
+    bootstrap gradient)."""
     grad_clip_relative: float | None = 10.0
     """Per policy step, each env's row of the state and action gradients is scaled down to this multiple of the
     batch's median row norm (None: off). A few envs' gradients explode through stiff contact events or near
@@ -417,14 +349,85 @@ class VelocityEnvCfg:
 
 @dataclass
 class AnymalDFlatEnvCfg(VelocityEnvCfg):
-    """``DiffLoco-Velocity-Flat-AnymalD``: Isaac Lab's ``Isaac-Velocity-Flat-AnymalD`` interface."""
+    """``DiffLoco-Velocity-Flat-AnymalD``: Isaac Lab's ``Isaac-Velocity-Flat-AnymalD`` interface, with the training
+    recipe of ``make train`` (SHAC from scratch in ~16 min on a 2-core CPU).
+
+    The interface (observations, actions, 50 Hz, episode length) is :class:`VelocityEnvCfg`'s, unchanged; what
+    differs from it is how the policy is trained, set in :meth:`__post_init__`, one line each on why. The
+    measurements behind each choice: ``docs/design.md``, one table row per choice (named in the comments).
+    ``num_envs`` is per process: ``make train`` runs two data-parallel ranks (``torchrun --nproc_per_node=2``).
+    """
 
     robot: str = "anymal_d"
+    num_envs: int = 128
+
+    def __post_init__(self):
+        c, r, rand = self.commands, self.rewards, self.randomization
+        # SHAC's first-order gradient is swamped by input noise at this batch size (design: observation noise)
+        self.observation_noise.enable = False
+        # tracking 4x Isaac Lab's weights, no torque penalty while the gait forms (design: reward weights)
+        r.track_lin_vel_xy, r.track_ang_vel_z, r.joint_torques = 4.0, 2.0, 0.0
+        # forward commands first, all directions over 9,600 policy steps (design: command curriculum)
+        c.curriculum_initial_lin_vel_x, c.curriculum_initial_lin_vel_y = (0.5, 1.0), (0.0, 0.0)
+        c.curriculum_initial_ang_vel_z, c.curriculum_steps = (0.0, 0.0), 9600
+        # after the curriculum: new commands every 4 s, a quarter at the square's edge, tracked through a
+        # reference that reaches them at 1 m/s^2 (design: command changes)
+        c.resampling_time_final = 4.0
+        c.boundary_command_fraction = 0.25
+        c.tracking_reference_accel = (1.0, 1.0)
+        # narrow randomisation while the gait forms (design: randomisation)
+        rand.friction, rand.base_mass_scale, rand.base_com_xy = (0.7, 1.2), (0.9, 1.1), 0.02
+        rand.stiffness_scale, rand.damping_scale = (0.95, 1.05), (0.95, 1.05)
+        # pushes of 0.5 m/s every 3-6 s once the curriculum is done (design: pushes)
+        rand.push_velocity_xy, rand.push_interval, rand.pushes_after_curriculum = 0.5, (3.0, 6.0), True
+        # then the validation's ranges, ramped in over 4,800 policy steps, a quarter of the envs held at their
+        # worst parameters by a gradient adversary, a quarter on soft grounds (design: randomisation after the
+        # curriculum, adversary, soft grounds)
+        after = rand.after_curriculum
+        after.friction, after.base_mass_scale = (0.4, 1.2), (0.8, 1.25)
+        after.stiffness_scale, after.damping_scale = (0.8, 1.2), (0.8, 1.2)
+        after.adversarial_fraction, rand.adversarial_step = 0.25, 0.1
+        after.soft_ground_fraction, after.soft_ground_stiffness = 0.25, (3e4, 1.5e5)
+        rand.ranges_ramp = (0, 4800)
+        self.sim.contact.smooth_soft_grounds = True
+        # foot slip, joint speeds over 0.7 x no-load and torque saturation penalised once the robot walks (design:
+        # gait terms); Schwarke et al.'s foot-height reference at 3 (design: foot-height reference)
+        r.foot_slip, r.excess_joint_vel, r.excess_joint_vel_ratio, r.torque_saturation = -1.0, -0.1, 0.7, -5.0
+        r.after_curriculum = ("foot_slip", "excess_joint_vel", "torque_saturation")
+        r.foot_height_reference = 3.0
+        # a stronger action-rate penalty over the curriculum's second third (design: action rate), and after
+        # the curriculum the joint-speed, action-rate and torque weights of the walking policy (design: late weights)
+        r.weights_curriculum_end, r.weights_curriculum_ramp = {"action_rate": -0.1}, (0.33, 0.67)
+        r.weights_after_curriculum = {"excess_joint_vel": -3.0, "action_rate": -0.1, "joint_torques": -2.5e-5}
+        r.weights_ramp = (6400, 9600)
 
 
 @dataclass
-class AnymalCFlatEnvCfg(VelocityEnvCfg):
-    """``DiffLoco-Velocity-Flat-AnymalC`` (paper A, section A.3)."""
+class AnymalDFlatEnvCfg_PLAY(AnymalDFlatEnvCfg):
+    """Playing and validating ``DiffLoco-Velocity-Flat-AnymalD`` (Isaac Lab's ``_PLAY`` pattern): the task as
+    deployed, without the training recipe's observation noise, randomisation, pushes and command curriculum (the
+    full command ranges from the start, Isaac Lab's 10-s resampling, the tracking rewards to the command)."""
+
+    num_envs: int = 16
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.observation_noise.enable = False
+        self.randomization.enable = False
+        self.commands = CommandsCfg()
+
+
+@dataclass
+class AnymalCFlatEnvCfg(AnymalDFlatEnvCfg):
+    """``DiffLoco-Velocity-Flat-AnymalC`` (Schwarke et al., section A.3): ANYmal D's recipe on ANYmal C."""
+
+    robot: str = "anymal_c"
+    reset: ResetCfg = field(default_factory=lambda: ResetCfg(height=0.6))
+
+
+@dataclass
+class AnymalCFlatEnvCfg_PLAY(AnymalDFlatEnvCfg_PLAY):
+    """Playing and validating ``DiffLoco-Velocity-Flat-AnymalC``."""
 
     robot: str = "anymal_c"
     reset: ResetCfg = field(default_factory=lambda: ResetCfg(height=0.6))

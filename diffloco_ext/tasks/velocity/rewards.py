@@ -39,35 +39,6 @@ def flat_orientation_l2(projected_gravity_b: torch.Tensor) -> torch.Tensor:
     return torch.sum(torch.square(projected_gravity_b[:, :2]), dim=1)
 
 
-def excess_l2(value: torch.Tensor, threshold: float) -> torch.Tensor:
-    """``max(0, value - threshold)^2``: zero (with zero gradient) up to ``threshold``, quadratic beyond it."""
-    return torch.square(torch.relu(value - threshold))
-
-
-def planar_norm(vector: torch.Tensor) -> torch.Tensor:
-    """``|(x, y)|`` of [N, >=2] vectors, with a finite gradient at zero (a 1e-12 floor under the square root)."""
-    return torch.sqrt(torch.sum(torch.square(vector[:, :2]), dim=1) + 1e-12)
-
-
-def excess_tilt_l2(projected_gravity_b: torch.Tensor, threshold: float) -> torch.Tensor:
-    """``max(0, |g_xy| - threshold)^2``: the base's tilt beyond ``threshold`` (``|g_xy|`` is the sine of the tilt
-    from level, ``g`` the unit gravity direction in the base frame); zero while walking, growing as the robot
-    rolls or pitches over."""
-    return excess_l2(planar_norm(projected_gravity_b), threshold)
-
-
-def excess_ang_vel_xy_l2(ang_vel_b: torch.Tensor, threshold: float) -> torch.Tensor:
-    """``max(0, |(wx, wy)| - threshold)^2`` (rad²/s²): roll and pitch rates beyond ``threshold`` rad/s (base frame)."""
-    return excess_l2(planar_norm(ang_vel_b), threshold)
-
-
-def excess_lin_vel_xy_error_l2(command: torch.Tensor, lin_vel_b: torch.Tensor, threshold: float) -> torch.Tensor:
-    """``max(0, |(vx, vy)* - (vx, vy)| - threshold)^2`` (m²/s²): a planar tracking error beyond ``threshold`` m/s,
-    where the exponential tracking kernel has lost its gradient (a base sliding or tipping away from the
-    command)."""
-    return excess_l2(planar_norm(command[:, :2] - lin_vel_b[:, :2]), threshold)
-
-
 def joint_torques_l2(torque: torch.Tensor) -> torch.Tensor:
     """Sum of squared joint torques (N²m²), the torques applied over the policy step (their mean)."""
     return torch.sum(torch.square(torque), dim=1)
@@ -84,16 +55,6 @@ def action_rate_l2(action: torch.Tensor, previous_action: torch.Tensor) -> torch
     return torch.sum(torch.square(action - previous_action), dim=1)
 
 
-def action_smoothness_l2(action: torch.Tensor, previous_action: torch.Tensor,
-                         action_before_previous: torch.Tensor) -> torch.Tensor:
-    """``sum_j (a_t - 2 a_(t-1) + a_(t-2))^2`` (action units²): the second difference of the raw actions. Against
-    :func:`action_rate_l2` it weighs a component of frequency ``f`` by ``(2 sin(pi f dt))^4`` instead of
-    ``(2 sin(pi f dt))^2``: at the 50 Hz policy rate a 20 Hz chatter counts ~440x a 3.3 Hz gait harmonic (the first
-    difference: ~21x), so it smooths the actions while leaving the gait's own motion nearly unpenalised (a term of
-    the same form: walk-these-ways' ``action_smoothness_2``)."""
-    return torch.sum(torch.square(action - 2.0 * previous_action + action_before_previous), dim=1)
-
-
 def foot_slip(foot_height: torch.Tensor, foot_vel: torch.Tensor, height: float, width: float) -> torch.Tensor:
     """``sum_f s(h_f) |v_f,xy|`` (m/s): the horizontal speed of the feet (world, m/s) weighted by a smooth stance
     indicator ``s(h) = sigmoid((height - h) / width)`` of the foot's height above the ground ``h`` (m) -- 1 on the
@@ -103,16 +64,6 @@ def foot_slip(foot_height: torch.Tensor, foot_vel: torch.Tensor, height: float, 
     stance = torch.sigmoid((height - foot_height) / width)
     speed = torch.sqrt(torch.sum(torch.square(foot_vel[..., :2]), dim=-1) + 1e-12)
     return torch.sum(stance * speed, dim=1)
-
-
-def foot_touchdown(foot_height: torch.Tensor, foot_vel: torch.Tensor, height: float, width: float) -> torch.Tensor:
-    """``sum_f s(h_f) max(0, -v_f,z)^2`` (m²/s²): the squared downward speed of the feet (world, m/s) near the
-    ground, ``s(h) = sigmoid((height - h) / width)`` of the foot sphere bottom's height ``h`` (m) as in
-    :func:`foot_slip`, with a band wide enough (a few cm) that a landing foot is inside it at a policy step's end.
-    A soft-landing term: the knees' speed peaks come at touchdown (docs/validation.md), when a foot arriving fast is
-    stopped by the ground within one step. Its gradient slows a foot's descent as it nears the ground."""
-    near = torch.sigmoid((height - foot_height) / width)
-    return torch.sum(near * torch.square(torch.relu(-foot_vel[..., 2])), dim=1)
 
 
 def excess_joint_vel_l2(joint_vel: torch.Tensor, limit: float) -> torch.Tensor:
@@ -144,8 +95,8 @@ def joint_pos_limits(joint_pos: torch.Tensor, lower: torch.Tensor, upper: torch.
 
 def foot_height_reference(time: torch.Tensor, phase: torch.Tensor, cfg: FootHeightReferenceCfg,
                           moving: torch.Tensor) -> torch.Tensor:
-    """Paper A's sinusoidal swing-height reference [N, F] (m) at ``time`` [N] (s since the episode start) for
-    feet with phase offsets ``phase`` [F] (rad); zero for envs that are not ``moving`` [N] bool."""
+    """Schwarke et al.'s (arXiv 2404.02887) sinusoidal swing-height reference [N, F] (m) at ``time`` [N] (s since the
+    episode start) for feet with phase offsets ``phase`` [F] (rad); zero for envs that are not ``moving`` [N] bool."""
     arg = 2.0 * torch.pi * time[:, None] / cfg.period + phase[None, :]
     return cfg.height * torch.clamp(torch.sin(arg), min=0.0) * moving[:, None]
 

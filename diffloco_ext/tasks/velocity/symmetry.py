@@ -3,10 +3,10 @@
 A quadruped whose left and right halves are mirror images (ANYmal C and D: their descriptions are, to 0.03 mm of
 the base's centre of mass) walks the mirrored command with the mirrored motion: reflecting the world in the base's
 x-z plane maps a trajectory to a trajectory. A policy that respects that symmetry loads its left and right legs
-alike; one trained without it may not (the session-26 main-job policy: left front knee RMS torque 19-22 N m, right
+alike; one trained without it may not (a main-job policy trained without it: left front knee RMS torque 19-22 N m, right
 front 9-16 N m). Mittal et al. (ICRA 2024, "Symmetry Considerations for Learning Task Symmetric Robot Policies")
 train with a mirror loss or with mirrored samples; rsl_rl implements both (``rsl_rl.extensions.Symmetry``), with a
-user function of the signature of :func:`left_right_augmentation`, which both learners here take
+user function of the signature of :func:`left_right_augmentation`, which rsl_rl's PPO takes
 (``agent.algorithm.symmetry_cfg``).
 
 The reflection ``y -> -y`` of the base frame (x forward, y left, z up), on each observation term:
@@ -17,7 +17,7 @@ The reflection ``y -> -y`` of the base frame (x forward, y left, z up), on each 
   (LF <-> RF, LH <-> RH), hip abduction (HAA) changes sign, hip and knee flexion (HFE, KFE) keep theirs (the
   default pose is the same on both sides, so positions relative to it mirror as the positions do);
 * the privileged critic terms: feet swap (contacts, foot heights), friction and mass unchanged, the centre-of-mass
-  offset ``(x, -y, z)``, the tracking errors as the command, the tracking kernels and the gain scales unchanged.
+  offset ``(x, -y, z)``, the tracking errors as the command, the tracking kernels unchanged.
 
 ``tests/tasks/test_symmetry.py`` checks it against the physics: the mirrored state driven by the mirrored actions
 gives the mirrored observations.
@@ -80,16 +80,15 @@ def _policy_map(joint_names) -> tuple[torch.Tensor, torch.Tensor]:
 def _critic_map(width: int, joint_names, foot_names) -> tuple[torch.Tensor, torch.Tensor]:
     """``(index, sign)`` of the velocity task's privileged critic group (``VelocityEnv._observations``): the policy
     terms, contacts (k), foot heights (k), friction, mass scale, centre-of-mass offset (3), then the tracking
-    features (5, ``critic_tracking_features``) and the k_p, k_d scales (2, ``critic_drive_gains``) if present;
-    which of the two are present follows from the width."""
+    features (5, ``critic_tracking_features``) if present (which follows from the width)."""
     p_index, p_sign = _policy_map(joint_names)
     k = len(foot_names)
     f = foot_mirror(foot_names)
     base = p_index.numel() + 2 * k + 5
-    extras = {0: (), 2: ("gains",), 5: ("tracking",), 7: ("tracking", "gains")}.get(width - base)
+    extras = {0: (), 5: ("tracking",)}.get(width - base)
     if extras is None:
         raise ValueError(f"a critic observation of width {width} is not the velocity task's privileged group "
-                         f"({base}, +5 tracking features, +2 gain scales): no mirror for it")
+                         f"({base}, +5 tracking features): no mirror for it")
     index, sign = p_index.tolist(), p_sign.tolist()
     start = p_index.numel()
     for _ in range(2):  # contacts, foot heights
@@ -102,10 +101,6 @@ def _critic_map(width: int, joint_names, foot_names) -> tuple[torch.Tensor, torc
     if "tracking" in extras:  # command - velocity (vx, vy, wz), the two kernels
         index += [start + i for i in range(5)]
         sign += [1.0, -1.0, -1.0, 1.0, 1.0]
-        start += 5
-    if "gains" in extras:
-        index += [start, start + 1]
-        sign += [1.0, 1.0]
     return torch.tensor(index), torch.tensor(sign)
 
 

@@ -1,0 +1,323 @@
+"""Learning curves of several training runs side by side: return and tracking errors against samples and against
+wall-clock time, read from each run's TensorBoard events (the rsl_rl tags both of our learners write).
+
+    .venv/bin/python scripts/experiments/compare_learners.py --runs logs/shac/anymal_d_flat/<run> \\
+        logs/ppo/anymal_d_flat/<run> --labels SHAC PPO --out docs/figures/shac_vs_ppo.png
+
+Samples are environment transitions summed over the data-parallel ranks (``Perf/total_fps`` x the iteration's
+collection + learning time, as the loggers compute the rate); wall-clock is the time since the first logged
+iteration (the events' wall time, so compilation before the first iteration is not counted); a resumed run counts
+on from the run it resumed (its params record the checkpoint), e.g. one that learnt the curriculum with few envs and
+went on with more (``--resume --num_envs``). Prints, per run,
+the final values and, for each pair, the samples and seconds each needs to reach the worse run's final tracking
+error (smoothed over ``--smooth`` iterations).
+
+The training curves measure each learner on its own training distribution (a command curriculum narrows it early,
+exploration noise differs). ``--closed_loop`` measures every saved checkpoint the same way instead: the deployed
+(TorchScript) policy, deterministic, in the training simulator's hard contact, on the random commands of
+``--closed_loop_config`` (default: ``config/validation/anymal_d_random100.yaml``, 100 episodes of 20 s over the full
+command ranges), and plots its tracking errors and fall rate against the samples and wall-clock at which the
+checkpoint was saved (``<out>`` with ``_closed_loop`` before the extension)::
+
+    .venv/bin/python scripts/experiments/compare_learners.py --runs <SHAC run> <PPO run> --labels SHAC PPO \\
+        --out docs/figures/shac_vs_ppo.png --closed_loop --jobs 2
+
+(``--jobs 2``: the checkpoints measured in two processes, Warp's CPU kernels running on one core each.) A small
+closed-loop scenario file (``--closed_loop_config``, e.g. 2 episodes of 1 s) makes it a run of seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository
+CURVES = (("Train/mean_reward", "mean episode return"), ("Metrics/lin_vel_xy_error", "|v_xy* - v_xy| (m/s)"),
+          ("Metrics/ang_vel_z_error", "|w_z* - w_z| (rad/s)"), ("Metrics/forward_speed", "forward speed (m/s)"))
+"""The curves plotted, those that at least one run logs (the quadruped's forward task logs a forward speed)."""
+
+
+def origin(run_dir: str) -> tuple[str, int] | None:
+    """``(run directory, iteration)`` of the checkpoint a resumed run started from, as ``scripts/train.py`` records
+    it in the run's ``params/agent.yaml`` (``resume: true``, ``load_checkpoint``: the file), or None for a run
+    trained from scratch (or one whose origin checkpoint is gone: a warning, the run is read alone)."""
+    from diffloco_ext.learning.checkpoint import read_params_yaml
+
+    path = os.path.join(run_dir, "params", "agent.yaml")
+    params = read_params_yaml(path) if os.path.isfile(path) else {}
+    if not params.get("resume"):
+        return None
+    checkpoint = str(params.get("load_checkpoint", ""))
+    match = re.fullmatch(r"model_(\d+)\.pt", os.path.basename(checkpoint))
+    if match is None or not os.path.isfile(checkpoint):
+        print(f"[compare] {run_dir}: resumed from {checkpoint!r}, which is not there: its curves start at the resume")
+        return None
+    return os.path.dirname(checkpoint), int(match.group(1))
+
+
+def _read_events(run_dir: str) -> dict[str, np.ndarray]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    if not os.path.isdir(run_dir):
+        raise FileNotFoundError(f"no run directory {run_dir}")
+    acc = EventAccumulator(run_dir, size_guidance={"scalars": 0})
+    acc.Reload()
+    tags = acc.Tags()["scalars"]
+    needed = {"Perf/total_fps", "Perf/collection_time", "Perf/learning_time"}
+    if not needed <= set(tags):
+        raise ValueError(f"{run_dir}: no rsl_rl performance tags ({sorted(needed - set(tags))} missing)")
+    out = {t: np.array([(e.step, e.value, e.wall_time) for e in acc.Scalars(t)]) for t in tags}
+    fps, col, learn = (out[t] for t in ("Perf/total_fps", "Perf/collection_time", "Perf/learning_time"))
+    n = min(len(fps), len(col), len(learn))
+    per_iteration = fps[:n, 1] * (col[:n, 1] + learn[:n, 1])
+    out["samples"] = np.stack([fps[:n, 0], np.cumsum(per_iteration)], axis=1)
+    t0 = fps[0, 2] - (col[0, 1] + learn[0, 1])
+    for t in tags:
+        out[t][:, 2] -= t0
+    return out
+
+
+def read_run(run_dir: str) -> dict[str, np.ndarray]:
+    """``{tag: [K, 3] (iteration, value, wall seconds)}`` plus ``"samples"`` [K, 2] (iteration, cumulative).
+
+    A resumed run (:func:`origin`) is read with the run it came from, up to the checkpoint it resumed (recursively):
+    its samples and seconds count on from that run's at the checkpoint (e.g. a run that learnt the curriculum with
+    few envs and went on with more, ``--resume --num_envs``)."""
+    own = _read_events(run_dir)
+    source = origin(run_dir)
+    if source is None:
+        return own
+    parent = read_run(source[0])
+    last = logged_step(source[0], source[1])
+    cut = {t: v[v[:, 0] <= last] for t, v in parent.items()}
+    samples0 = float(cut["samples"][-1, 1]) if len(cut["samples"]) else 0.0
+    fps = cut["Perf/total_fps"]
+    wall0 = float(fps[-1, 2]) if len(fps) else 0.0
+    joined = {}
+    for t in set(cut) | set(own):
+        mine = own.get(t)
+        if mine is not None:
+            mine = mine.copy()
+            column, offset = (1, samples0) if t == "samples" else (2, wall0)  # (iteration, cumulative) / (.., seconds)
+            mine[:, column] += offset
+        joined[t] = np.concatenate([p for p in (cut.get(t), mine) if p is not None])
+    return joined
+
+
+def chain_checkpoints(run_dir: str) -> list[tuple[int, str]]:
+    """``[(iteration, path)]`` of a run's checkpoints, with those of the run it resumed from up to the resumed one
+    (:func:`origin`)."""
+    from diffloco_ext.validation.checkpoint_selection import run_checkpoints
+
+    source = origin(run_dir)
+    before = [] if source is None else [c for c in chain_checkpoints(source[0]) if c[0] <= source[1]]
+    return before + [c for c in run_checkpoints(run_dir) if not before or c[0] > before[-1][0]]
+
+
+def smooth(x: np.ndarray, k: int) -> np.ndarray:
+    if k <= 1 or len(x) < k:
+        return x
+    return np.convolve(x, np.ones(k) / k, mode="valid")
+
+
+def closed_loop(run_dirs: list[str], task: str, config_path: str, backend: str = "hard",
+                jobs: int = 1) -> list[list[dict]]:
+    """Each checkpoint of each run in ``run_dirs`` (and of the run it resumed, up to the resumed one) measured on the
+    random-command scenario of ``config_path`` in ``backend``, per run ``[{"iteration", "lin_vel_error" (m/s),
+    "ang_vel_error" (rad/s), "fall_rate", ...}]`` by iteration, in ``jobs`` processes."""
+    from diffloco_ext.validation.checkpoint_selection import measure_checkpoint_groups
+
+    groups = [chain_checkpoints(run_dir) for run_dir in run_dirs]
+    for run_dir, group in zip(run_dirs, groups):
+        if not group:
+            raise FileNotFoundError(f"{run_dir}: no model_<iteration>.pt checkpoints")
+    return measure_checkpoint_groups(groups, task, config_path, backend, jobs=jobs,
+                                     names=[os.path.basename(r) for r in run_dirs])
+
+
+def logged_step(run_dir: str, iteration: int) -> int:
+    """The logged iteration (TensorBoard step) at whose end checkpoint ``model_<iteration>.pt`` was written: SHAC
+    names a checkpoint by the iterations completed (``model_5.pt`` after steps 0-4), rsl_rl's PPO by the index of
+    the iteration it was saved in (``model_5.pt`` after step 5); read from the run's ``params/agent.yaml``."""
+    from diffloco_ext.learning.checkpoint import read_params_yaml
+
+    path = os.path.join(run_dir, "params", "agent.yaml")
+    algo = None
+    if os.path.isfile(path):
+        algo = read_params_yaml(path).get("algorithm", {}).get("class_name")
+    return iteration - 1 if algo == "SHAC" else iteration
+
+
+def _at_iterations(data: dict, steps: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Samples and wall-clock minutes at the end of each logged iteration in ``steps``."""
+    its, cum = data["samples"][:, 0], data["samples"][:, 1]
+    wall = data["Perf/total_fps"]
+    samples = np.interp(steps, its, cum)
+    minutes = np.interp(steps, wall[:, 0], wall[:, 2]) / 60.0
+    return samples, minutes
+
+
+def plot_closed_loop(curves: dict[str, dict], out: str) -> None:
+    names = (("lin_vel_error", "closed loop |v_xy* - v_xy| (m/s)"),
+             ("ang_vel_error", "closed loop |w_z* - w_z| (rad/s)"), ("fall_rate", "closed loop fall rate"))
+    fig, axes = plt.subplots(2, len(names), figsize=(5 * len(names), 8))
+    for label, c in curves.items():
+        for col, (key, name) in enumerate(names):
+            y = [r[key] for r in c["rows"]]
+            axes[0, col].plot(c["samples"], y, "o-", label=label)
+            axes[1, col].plot(c["minutes"], y, "o-", label=label)
+            for row in range(2):
+                axes[row, col].set_ylabel(name)
+                axes[row, col].grid(alpha=0.3)
+                axes[row, col].legend()
+            axes[0, col].set_xlabel("samples (env transitions)")
+            axes[1, col].set_xlabel("wall-clock (min)")
+    fig.suptitle("checkpoints in hard contact, 100 episodes of random commands (full ranges)")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    print(f"[compare] wrote {out}")
+
+
+def report_closed_loop(curves: dict[str, dict]) -> dict:
+    """For each run: the samples and minutes at which its checkpoints first reach another run's final closed-loop
+    tracking, i.e. its planar error *and* its fall rate or fewer falls (the error is measured on the steps before a
+    fall, so a checkpoint that tracks while it stands but falls in most episodes has not reached it), and the final
+    values."""
+    summary = {}
+    for label, c in curves.items():
+        final = c["rows"][-1]
+        summary[label] = {"final": final, "samples": float(c["samples"][-1]), "minutes": float(c["minutes"][-1])}
+        print(f"  {label:12s} final checkpoint (it {final['iteration']}): v_xy err {final['lin_vel_error']:.3f} m/s, "
+              f"w_z err {final['ang_vel_error']:.3f} rad/s, falls {final['fall_rate']:.0%}; "
+              f"{c['samples'][-1]:.3g} samples, {c['minutes'][-1]:.1f} min")
+    for label, c in curves.items():
+        for other, o in curves.items():
+            if other == label:
+                continue
+            target, falls = o["rows"][-1]["lin_vel_error"], o["rows"][-1]["fall_rate"]
+            hit = [i for i, r in enumerate(c["rows"]) if r["lin_vel_error"] <= target and r["fall_rate"] <= falls]
+            what = f"{other}'s final planar error {target:.3f} m/s with at most its falls ({falls:.0%})"
+            if hit:
+                i = hit[0]
+                print(f"  {label} reaches {what} at it {c['rows'][i]['iteration']}, {c['samples'][i]:.3g} samples, "
+                      f"{c['minutes'][i]:.1f} min (the other: {o['samples'][-1]:.3g} samples, "
+                      f"{o['minutes'][-1]:.1f} min)")
+                summary[label][f"reaches_{other}"] = {"iteration": c["rows"][i]["iteration"],
+                                                      "samples": float(c["samples"][i]),
+                                                      "minutes": float(c["minutes"][i])}
+            else:
+                print(f"  {label} does not reach {what}")
+    return summary
+
+
+def plot_training_curves(runs: dict[str, dict], columns, out: str, smooth_k: int, title: str = "") -> dict:
+    """Each of ``columns`` (tag, axis name) against samples (top row) and wall-clock (bottom row); returns
+    ``{label: {tag: {"final", "samples", "minutes", "values"}}}`` of the smoothed curves."""
+    summary = {}
+    fig, axes = plt.subplots(2, len(columns), figsize=(5 * len(columns), 8), squeeze=False)
+    for label, data in runs.items():
+        it_to_samples = dict(zip(data["samples"][:, 0], data["samples"][:, 1]))
+        summary[label] = {}
+        for col, (tag, name) in enumerate(columns):
+            if tag not in data:
+                continue
+            series = data[tag]
+            keep = np.isfinite(series[:, 1]) & np.isin(series[:, 0], list(it_to_samples))
+            series = series[keep]
+            y = smooth(series[:, 1], smooth_k)
+            off = len(series) - len(y)
+            samples = np.array([it_to_samples[i] for i in series[off:, 0]])
+            axes[0, col].plot(samples, y, label=label)
+            axes[1, col].plot(series[off:, 2] / 60.0, y, label=label)
+            summary[label][tag] = {"final": float(y[-1]), "samples": samples.tolist(),
+                                   "minutes": (series[off:, 2] / 60).tolist(), "values": y.tolist()}
+    for col, (_, name) in enumerate(columns):
+        axes[0, col].set_xlabel("samples (env transitions)")
+        axes[1, col].set_xlabel("wall-clock (min)")
+        for row in range(2):
+            axes[row, col].set_ylabel(name)
+            axes[row, col].grid(alpha=0.3)
+            axes[row, col].legend()
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    print(f"[compare] wrote {out}")
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", nargs="+", required=True, help="run directories (with TensorBoard events)")
+    parser.add_argument("--labels", nargs="+", default=None)
+    parser.add_argument("--out", default="learning_comparison.png")
+    parser.add_argument("--smooth", type=int, default=10, help="moving-average window (iterations)")
+    parser.add_argument("--title", default="")
+    parser.add_argument("--closed_loop", action="store_true",
+                        help="also measure every checkpoint in hard contact on random commands (see above)")
+    parser.add_argument("--closed_loop_config", default=os.path.join(ROOT, "config", "validation",
+                                                                      "anymal_d_random100.yaml"),
+                        help="the closed loop's scenario file (default: config/validation/anymal_d_random100.yaml)")
+    parser.add_argument("--task", default="DiffLoco-Velocity-Flat-AnymalD", help="the runs' task (closed loop)")
+    parser.add_argument("--jobs", type=int, default=1, help="closed loop: processes measuring the checkpoints "
+                        "(Warp runs on one core: 2 on a 2-core machine)")
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
+    labels = args.labels or [os.path.basename(os.path.normpath(r)) for r in args.runs]
+    if len(labels) != len(args.runs):
+        parser.error("give one label per run")
+    runs = {label: read_run(r) for label, r in zip(labels, args.runs)}
+    columns = [c for c in CURVES if any(c[0] in data for data in runs.values())]
+    if columns:
+        summary = plot_training_curves(runs, columns, args.out, args.smooth, args.title)
+    else:  # e.g. runs too short to finish an episode
+        summary = {}
+        print(f"[compare] the runs log none of {[c[0] for c in CURVES]}: no training curves")
+    tag = "Metrics/lin_vel_xy_error"
+    for label, s in summary.items():
+        finals = {t.split("/")[-1]: round(v["final"], 3) for t, v in s.items()}
+        print(f"  {label:12s} final (smoothed) {json.dumps(finals)}")
+    if all(tag in s for s in summary.values()) and len(summary) > 1:
+        threshold = max(s[tag]["final"] for s in summary.values())
+        print(f"  to reach {tag} <= {threshold:.3f} (the worse final value):")
+        for label, s in summary.items():
+            hit = [i for i, v in enumerate(s[tag]["values"]) if v <= threshold]
+            if hit:
+                i = hit[0]
+                print(f"    {label:12s} {s[tag]['samples'][i]:.3g} samples, {s[tag]['minutes'][i]:.1f} min")
+            else:
+                print(f"    {label:12s} not reached")
+    if args.closed_loop:
+        import torch
+
+        torch.set_num_threads(1)
+        curves = {}
+        measured = closed_loop(args.runs, args.task, args.closed_loop_config, jobs=args.jobs)
+        for (label, data), run_dir, rows in zip(runs.items(), args.runs, measured):
+            samples, minutes = _at_iterations(data, [logged_step(run_dir, r["iteration"]) for r in rows])
+            curves[label] = {"rows": rows, "samples": samples, "minutes": minutes}
+        stem, ext = os.path.splitext(args.out)
+        plot_closed_loop(curves, f"{stem}_closed_loop{ext}")
+        summary = report_closed_loop(curves)
+        with open(f"{stem}_closed_loop.json", "w") as f:
+            json.dump({k: {**v, "curve": [dict(r, samples=float(n), minutes=float(t)) for r, n, t in
+                                          zip(curves[k]["rows"], curves[k]["samples"], curves[k]["minutes"])]}
+                       for k, v in summary.items()}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,86 @@
+"""scripts/experiments/compare_learners.py: training curves of runs side by side, every checkpoint measured closed loop,
+a resumed run joined to its origin, and when a run counts as reaching another's tracking."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..script_modules import load_script
+
+TASK = "DiffLoco-Velocity-Flat-AnymalD"
+
+
+def test_compare_learners_measures_checkpoints_closed_loop(tmp_path):
+    """Training curves of two runs, then every checkpoint in hard contact on a small
+    random-command scenario, with samples and minutes that grow with the checkpoint's iteration."""
+    import json
+
+    train, compare = load_script("train"), load_script("experiments/compare_learners")
+    common = ["--task", TASK, "--algo", "shac", "--num_envs", "4", "--log_root", str(tmp_path),
+              "agent.num_steps_per_env=4", "agent.save_interval=1", "--max_iterations", "2"]
+    runs = [train.main([*common, "--run_name", name, "--seed", seed]) for name, seed in (("a", "1"), ("b", "2"))]
+    config = tmp_path / "tiny.yaml"
+    # no warm-up: an untrained policy may fall within the default 1 s, and every step before a fall is measured
+    config.write_text("extends: anymal_d\nsettings: {seeds: [0], warmup_s: 0.0}\nscenarios:\n"
+                      "  - name: random_commands\n    episodes: 2\n    duration_s: 1.0\n")
+    out = tmp_path / "cmp.png"
+    assert compare.main(["--runs", *runs, "--labels", "A", "B", "--out", str(out), "--closed_loop",
+                         "--closed_loop_config", str(config), "--jobs", "2"]) == 0
+    assert (tmp_path / "cmp_closed_loop.png").is_file()  # (2-iteration runs finish no episode: no training curves)
+    summary = json.loads((tmp_path / "cmp_closed_loop.json").read_text())
+    assert set(summary) == {"A", "B"}
+    for run in summary.values():
+        curve = run["curve"]
+        assert [r["iteration"] for r in curve] == sorted(r["iteration"] for r in curve) and len(curve) >= 2
+        assert all(0.0 <= r["fall_rate"] <= 1.0 and r["lin_vel_error"] >= 0.0 for r in curve)
+        assert all(b["samples"] > a["samples"] and b["minutes"] >= a["minutes"] for a, b in zip(curve, curve[1:]))
+        assert run["final"] == {k: v for k, v in curve[-1].items() if k not in ("samples", "minutes")}
+    # two processes measure each checkpoint as one does (the checkpoints dealt out across the runs)
+    assert [r["lin_vel_error"] for r in summary["B"]["curve"]] == [
+        r["lin_vel_error"] for r in compare.closed_loop([runs[1]], TASK, str(config), jobs=1)[0]]
+
+
+def test_compare_learners_joins_a_resumed_run_to_its_origin(tmp_path):
+    """A run resumed from another's checkpoint with more envs (``--resume --num_envs``): its params record the
+    checkpoint, and compare_learners reads the two as one run: the origin's iterations up to the checkpoint, then
+    the resumed run's, samples counting on (4 envs x 3 steps per iteration, then 6 x 3) and the checkpoints of both."""
+    train, compare = load_script("train"), load_script("experiments/compare_learners")
+    common = ["--task", TASK, "--algo", "shac", "--log_root", str(tmp_path), "agent.num_steps_per_env=3",
+              "agent.save_interval=1", "--max_iterations", "2"]
+    first = train.main([*common, "--num_envs", "4", "--run_name", "first"])
+    second = train.main([*common, "--num_envs", "6", "--run_name", "second", "--resume", "--load_run", ".*first",
+                         "--checkpoint", "model_1.pt"])
+    assert compare.origin(second) == (first, 1) and compare.origin(first) is None
+    joined = compare.read_run(second)
+    steps, cumulative = joined["samples"][:, 0], joined["samples"][:, 1]
+    assert list(steps) == [0, 1, 2]  # the first run's iteration 0 (model_1.pt), then the resumed run's 1 and 2
+    # samples = the logged rate x time, the rate truncated to an integer (rsl_rl's logger): an iteration of n samples
+    # counts n x floor(r) / r, within n / floor(r) below n
+    per_iteration, expected = np.diff(np.concatenate([[0.0], cumulative])), np.array([12.0, 18.0, 18.0])
+    rate = joined["Perf/total_fps"][:, 1]
+    assert np.all(per_iteration <= expected + 1e-6)
+    assert np.all(per_iteration >= expected * (1.0 - 1.0 / np.maximum(rate, 1.0)) - 1e-6)
+    assert np.all(np.diff(joined["Perf/total_fps"][:, 2]) >= 0)  # wall-clock counts on
+    assert [it for it, _ in compare.chain_checkpoints(second)] == [1, 2, 3]
+    assert compare.chain_checkpoints(second)[0][1] == os.path.join(first, "model_1.pt")
+
+
+def test_compare_learners_counts_a_checkpoint_as_reaching_only_without_more_falls(capsys):
+    """A checkpoint whose planar error is below the other run's final one but which falls more often has not reached
+    its tracking (the error is measured before the falls); the first one that matches both has."""
+    compare = load_script("experiments/compare_learners")
+
+    def curve(rows):
+        rows = [dict(zip(("iteration", "lin_vel_error", "fall_rate"), r), ang_vel_error=0.1) for r in rows]
+        return {"rows": rows, "samples": np.arange(1.0, len(rows) + 1) * 1e6, "minutes": np.arange(1.0, len(rows) + 1)}
+
+    curves = {"A": curve([(50, 0.10, 0.67), (100, 0.12, 0.01), (150, 0.14, 0.0), (200, 0.12, 0.0)]),
+              "B": curve([(50, 0.30, 0.0), (100, 0.12, 0.0)])}
+    summary = compare.report_closed_loop(curves)
+    assert summary["A"]["reaches_B"] == {"iteration": 200, "samples": 4e6, "minutes": 4.0}  # not 50 (falls), not 100
+    assert summary["B"]["reaches_A"]["iteration"] == 100
+    curves["A"]["rows"][-1]["fall_rate"] = 0.02
+    assert "reaches_B" not in compare.report_closed_loop(curves)["A"]
+    assert "A does not reach B's final planar error 0.120 m/s with at most its falls (0%)" in capsys.readouterr().out
