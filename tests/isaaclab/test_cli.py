@@ -86,4 +86,4 @@ def test_play_shac_checkpoint_with_video(user_env, tmp_path):
 
         expected = actor(TensorDict({"policy": obs}, batch_size=[16]))
         torch.testing.assert_close(exported(obs), expected, atol=1e-5, rtol=1e-5)
-    assert expected.abs().max() < 1.0  # tanh-squashed
+    assert expected.abs().max() < 1.5  # tanh-squashed to the recipe's bound: 1.5 tanh(u / 1.5)
