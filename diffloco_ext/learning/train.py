@@ -65,6 +65,15 @@ def main(argv: list[str] | None = None) -> str:
         resume_path = resolve_checkpoint(args, agent_cfg) if args.resume else None
     except FileNotFoundError as err:
         parser.error(f"--resume: {err}")
+    if resume_path is not None:  # before a run folder is made: a file that is no checkpoint is a one-line error
+        try:
+            saved = torch.load(resume_path, weights_only=False, map_location="cpu")
+        except Exception as err:  # noqa: BLE001 - a corrupt or truncated file, or not a torch file at all
+            raise SystemExit(f"error: '{resume_path}' is not a readable checkpoint ({type(err).__name__})") from None
+        if not isinstance(saved, dict) or "actor_state_dict" not in saved or "iter" not in saved:
+            raise SystemExit(f"error: '{resume_path}' is not an rsl_rl-style checkpoint of this project (no "
+                             f"actor_state_dict and iter): an exported policy or another program's file?")
+        del saved
     if resume_path is not None:  # params/agent.yaml says where the run came from (compare_learners joins the two)
         agent_cfg.resume, agent_cfg.load_checkpoint = True, resume_path
     rank = int(os.environ.get("RANK", "0"))  # data-parallel ranks (torchrun): own envs and seed, rank 0 logs

@@ -125,3 +125,24 @@ def test_play_with_a_corrupt_checkpoint_fails_without_a_traceback(tmp_path):
     corrupt.write_bytes(b"\x00" * 64)
     proc = run_script("play", "--task", TASK, "--num_envs", "2", "--no_export", "--checkpoint", str(corrupt))
     assert_one_line_failure(proc, 1, "does not load")
+
+
+def test_train_bad_input_is_a_one_line_error(tmp_path):
+    """A GPU this machine lacks, a negative env count, an unknown task, and resuming from a corrupt or a foreign
+    file: one line naming the problem, no traceback, and no run folder left behind."""
+    import torch
+
+    from .cli_errors import assert_one_line_failure, run_script
+
+    task = ["--task", "DiffLoco-Velocity-Flat-AnymalD", "--log_root", str(tmp_path / "logs")]
+    if not torch.cuda.is_available():
+        assert_one_line_failure(run_script("train", *task, "--device", "cuda"), 2, "no CUDA GPU")
+    assert_one_line_failure(run_script("train", *task, "--num_envs", "-3"), 2, "positive integer")
+    assert_one_line_failure(run_script("train", "--task", "Nope"), 2, "unknown task 'Nope'")
+    corrupt = tmp_path / "model_5.pt"
+    corrupt.write_bytes(b"not a checkpoint")
+    assert_one_line_failure(run_script("train", *task, "--resume", "--checkpoint", str(corrupt)), 1, "not a readable")
+    foreign = tmp_path / "foreign.pt"
+    torch.save({"weights": torch.zeros(3)}, foreign)
+    assert_one_line_failure(run_script("train", *task, "--resume", "--checkpoint", str(foreign)), 1, "not an rsl_rl")
+    assert not (tmp_path / "logs").exists()
