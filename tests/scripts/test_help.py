@@ -9,7 +9,8 @@ from ..script_modules import SCRIPTS, load_script
 
 NAMES = ["play", "list_envs", "validate", "cross_validate", "export_robot", "benchmark_sim", "benchmark_learners",
          "benchmark_body_gaps", "experiments/compare_learners", "experiments/kappa_sweep",
-         "experiments/shac_toy_comparison", "experiments/horizon_gradient_check", "tools/transcribe_assets"]
+         "experiments/shac_toy_comparison", "experiments/horizon_gradient_check", "tools/transcribe_assets",
+         "tools/compare_checkpoints"]
 
 
 def test_every_script_is_listed_here():
