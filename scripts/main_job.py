@@ -17,6 +17,8 @@ import re
 import sys
 
 from diffloco_ext.learning.cli import positive_int
+from diffloco_ext.tasks import registry
+from diffloco_ext.tasks.cfg_override import ConfigOverrideError, apply_overrides, parse_overrides
 from diffloco_ext.validation.main_job import MainJobCfg, run
 
 _OVERRIDE = re.compile(r"(env|agent)\.[A-Za-z_][\w.]*=")
@@ -71,13 +73,20 @@ def parse(argv: list[str] | None) -> MainJobCfg:
     if args.iterations is not None and args.iterations < 0:
         parser.error(f"--iterations must be 0 or more, got {args.iterations}")
     try:
+        overrides = parse_overrides(args.overrides)  # checked now, not after the training
+        apply_overrides(registry.load_cfg(MainJobCfg.task), overrides["env"], "env")
+        apply_overrides(registry.load_agent_cfg(MainJobCfg.task, "shac"), overrides["agent"], "agent")
         return MainJobCfg(**vars(args))
-    except ValueError as err:
+    except (ValueError, ConfigOverrideError) as err:
         parser.error(str(err))
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run(parse(argv))
+    cfg = parse(argv)
+    try:
+        return run(cfg)
+    except FileNotFoundError as err:  # e.g. --from_run on a folder without checkpoints: one line, no traceback
+        raise SystemExit(f"error: {err}") from None
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--video", action="store_true", help="render an MP4 of env 0 (headless)")
     parser.add_argument("--video_length", type=positive_int, default=300, help="policy steps in the video")
     parser.add_argument("--no_export", action="store_true", help="skip the TorchScript/ONNX export")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # overrides before, between or after the flags
     torch.set_num_threads(1)
     if args.num_envs is None:
         args.num_envs = 16

@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> str:
                         help="wall-clock budget: with --max_iterations, the learning-rate schedule spans those and "
                              "training stops early if the budget runs out (at a checkpoint); without, the count is "
                              "fitted to the budget after 5 iterations")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # overrides before, between or after the flags
     torch.set_num_threads(args.threads)
     try:
         env_cfg, agent_cfg = load_configs(args)

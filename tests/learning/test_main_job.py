@@ -171,3 +171,18 @@ def test_main_job_says_so_when_a_run_has_no_checkpoint(tmp_path):
     empty.mkdir()
     with pytest.raises(FileNotFoundError, match="no model_<iteration>.pt checkpoint to ship"):
         shipping.select(main_job.MainJobCfg(), [str(empty)])
+
+
+def test_main_job_bad_input_is_a_one_line_error_before_any_work(tmp_path):
+    """A bad override, bad counts or a folder without checkpoints: one line naming the problem, no traceback, and
+    (for the override) before the training starts."""
+    from ..scripts.cli_errors import assert_one_line_failure, run_script
+
+    assert_one_line_failure(run_script("main_job", "env.nothing=1", "--log_root", str(tmp_path)), 2,
+                            "unknown config key 'env.nothing'")
+    assert_one_line_failure(run_script("main_job", "--ranks", "0"), 2, "positive integer")
+    assert_one_line_failure(run_script("main_job", "--select_from", "2"), 2, "select_from")
+    empty = tmp_path / "2026-01-01_00-00-00_main_job"
+    empty.mkdir()
+    assert_one_line_failure(run_script("main_job", "--from_run", str(empty)), 1, "no model_<iteration>.pt")
+    assert not (tmp_path / "shac").exists()

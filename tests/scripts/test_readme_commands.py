@@ -23,13 +23,17 @@ scenarios:
 """
 
 
-def quickstart_commands() -> list[str]:
-    """The commands of the README's quickstart block, continuation lines joined and comments cut."""
+def readme_commands(section: str) -> list[str]:
+    """The commands of the first bash block of the README's ``section``, continuation lines joined, comments cut."""
     with open(os.path.join(ROOT, "README.md")) as f:
         text = f.read()
-    block = re.search(r"## Quickstart\s+```bash\n(.*?)```", text, re.S).group(1)
+    block = re.search(rf"## {section}.*?```bash\n(.*?)```", text, re.S).group(1)
     block = block.replace("\\\n", " ")
     return [line.split("#")[0].strip() for line in block.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def quickstart_commands() -> list[str]:
+    return readme_commands("Quickstart")
 
 
 def test_the_readmes_quickstart_runs_as_printed(tmp_path):
@@ -63,3 +67,20 @@ def test_the_readmes_quickstart_runs_as_printed(tmp_path):
         if script == "validate.py":
             assert "[validate]" in proc.stdout and ("PASS" in proc.stdout or "FAIL" in proc.stdout)
     assert run_dir is not None
+
+
+def test_the_readmes_override_example_runs_as_printed(tmp_path):
+    """The README's example of overrides trains (one iteration) with every override applied as printed."""
+    (command,) = readme_commands("Configuration and overrides")
+    words = shlex.split(command)
+    assert words[1] == "scripts/train.py" and any(w.startswith("env.") for w in words), words
+    tiny = [*TINY["train.py"], "agent.max_iterations=1"]  # after the example's own agent.max_iterations: it wins
+    argv = [os.path.join(ROOT, words[0]), *words[1:], *tiny, "--log_root", str(tmp_path / "logs")]
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, OMP_NUM_THREADS="1"))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (run,) = (tmp_path / "logs" / "shac" / "anymal_d_flat").iterdir()
+    env_yaml = (run / "params" / "env.yaml").read_text()
+    overrides = [w for w in words if w.startswith(("env.", "agent."))]
+    assert "kappa: 1000" in env_yaml.replace("1000.0", "1000") and overrides, env_yaml[:500]
+    assert "model_1.pt" in {p.name for p in run.iterdir()}
