@@ -15,12 +15,13 @@ PANELS = (("Train/mean_reward", "mean episode return"),
 
 
 def read_scalars(log_dir: str) -> dict[str, np.ndarray]:
-    """Every scalar series of the run's TensorBoard events: tag -> array [n, 2] of (iteration, value)."""
+    """Every scalar series of the run's TensorBoard events, every sample kept: tag -> array [n, 3] of (iteration,
+    value, wall-clock time in s since the epoch)."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    acc = EventAccumulator(log_dir)
+    acc = EventAccumulator(log_dir, size_guidance={"scalars": 0})
     acc.Reload()
-    return {t: np.array([(e.step, e.value) for e in acc.Scalars(t)]) for t in acc.Tags()["scalars"]}
+    return {t: np.array([(e.step, e.value, e.wall_time) for e in acc.Scalars(t)]) for t in acc.Tags()["scalars"]}
 
 
 def plot_learning_curves(log_dir: str, out: str, title: str) -> dict[str, float]:

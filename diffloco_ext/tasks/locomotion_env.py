@@ -316,12 +316,10 @@ def _row_norm_clip(relative: float):
         if grad is None:  # nothing downstream depends on this tensor
             return None
         norm = torch.linalg.norm(grad, dim=1, keepdim=True)
-        # the bound starts at inf and takes the minimum with the relative one: the arithmetic of the hook as it was
-        # with an absolute bound too (removed), so that training runs are unchanged to the bit
-        bound = torch.full_like(norm, math.inf)
         nonzero = norm[norm > 0]
-        if nonzero.numel() > 0:
-            bound = torch.minimum(bound, relative * nonzero.median())
+        if nonzero.numel() == 0:
+            return grad
+        bound = relative * nonzero.median()
         return grad * torch.clamp(bound / (norm + 1e-30), max=1.0)
 
     return hook

@@ -43,7 +43,7 @@ from ..sim.contact import ContactParams
 from ..tasks import registry
 from ..tasks.cfg_override import apply_overrides, parse_overrides
 from .closed_loop import TaskInterface
-from .gates import GATES, ON_HARDWARE
+from .gates import ON_HARDWARE
 from .motion_plots import gait_plot, velocity_plot
 from .policy_io import load_policy_file
 from .scenarios import default_config_path, load_config
@@ -353,5 +353,5 @@ def print_summary(log_dir: str, summary: dict, selection: dict, results: dict, t
     if failed:
         print("  what the failing gates mean for a robot:")
         for name in failed:
-            print(f"    {name}: {ON_HARDWARE.get(name, GATES.get(name, ('', name))[1])}")
+            print(f"    {name}: {ON_HARDWARE[name]}")
     print(f"  report:     {summary['validation_report']}")

@@ -65,17 +65,15 @@ def origin(run_dir: str) -> tuple[str, int] | None:
 
 
 def _read_events(run_dir: str) -> dict[str, np.ndarray]:
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from diffloco_ext.learning.learning_curves import read_scalars
 
     if not os.path.isdir(run_dir):
         raise FileNotFoundError(f"no run directory {run_dir}")
-    acc = EventAccumulator(run_dir, size_guidance={"scalars": 0})
-    acc.Reload()
-    tags = acc.Tags()["scalars"]
+    out = read_scalars(run_dir)
+    tags = list(out)
     needed = {"Perf/total_fps", "Perf/collection_time", "Perf/learning_time"}
     if not needed <= set(tags):
         raise ValueError(f"{run_dir}: no rsl_rl performance tags ({sorted(needed - set(tags))} missing)")
-    out = {t: np.array([(e.step, e.value, e.wall_time) for e in acc.Scalars(t)]) for t in tags}
     fps, col, learn = (out[t] for t in ("Perf/total_fps", "Perf/collection_time", "Perf/learning_time"))
     n = min(len(fps), len(col), len(learn))
     per_iteration = fps[:n, 1] * (col[:n, 1] + learn[:n, 1])

@@ -17,28 +17,36 @@ import torch
 
 
 def compare(a, b, path: str = "", out: dict | None = None) -> dict:
-    """``{"equal": n, "different": [paths], "only_first": [paths], "only_second": [paths]}`` of two nested values."""
+    """``{"equal": n, "different": [paths], "only_first": [paths], "only_second": [paths]}`` of two nested values
+    (dicts and dict-like state such as TensorDicts, lists, tensors, plain values)."""
     out = out if out is not None else {"equal": 0, "different": [], "only_first": [], "only_second": []}
-    mapping = (dict,) + ((type(a),) if hasattr(a, "keys") and hasattr(a, "items") else ())
-    if isinstance(a, mapping) and hasattr(b, "keys"):
+
+    def child(key) -> str:
+        return f"{path}.{key}" if path else str(key)
+
+    if hasattr(a, "keys") and hasattr(b, "keys"):
         for key in a.keys():
             if key in b.keys():
-                compare(a[key], b[key], f"{path}.{key}" if path else str(key), out)
+                compare(a[key], b[key], child(key), out)
             else:
-                out["only_first"].append(f"{path}.{key}" if path else str(key))
-        out["only_second"] += [f"{path}.{k}" if path else str(k) for k in b.keys() if k not in a.keys()]
-    elif isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        same = a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b)
-        out["equal" if same else "different"] += 1 if same else [path]
-    elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b):
+                out["only_first"].append(child(key))
+        out["only_second"] += [child(key) for key in b.keys() if key not in a.keys()]
+        return out
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b):
         for i, (x, y) in enumerate(zip(a, b)):
             compare(x, y, f"{path}[{i}]", out)
+        return out
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        same = a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b)
     else:
         try:
             same = bool(a == b)
         except Exception:  # noqa: BLE001 - values without a plain equality
             same = repr(a) == repr(b)
-        out["equal" if same else "different"] += 1 if same else [path]
+    if same:
+        out["equal"] += 1
+    else:
+        out["different"].append(path)
     return out
 
 
