@@ -168,6 +168,20 @@ class ActuatorParams:
         lower = (self.saturation_effort * (-1.0 - ratio)).clip(-self.effort_limit, 0.0)
         return lower, upper
 
+    def pd_torque(self, target, joint_pos, joint_vel, stiffness=None, damping=None):
+        """The drive torque (N·m) ``clip(k_p (q* - q) - k_d qd, tau_min(qd), tau_max(qd))`` of joint targets,
+        angles and speeds (rad, rad/s; numpy arrays or torch tensors, the result of the same kind, differentiable
+        for torch). ``stiffness``, ``damping``: gains broadcastable to the joints (e.g. [N, 1] or [N, n] per env)
+        in place of this drive's. The one PD-in-envelope formula of the MuJoCo engine, the surrogate model and
+        the validation."""
+        kp = self.stiffness if stiffness is None else stiffness
+        kd = self.damping if damping is None else damping
+        tau = kp * (target - joint_pos) - kd * joint_vel
+        lower, upper = self.torque_bounds(joint_vel)
+        if hasattr(tau, "maximum"):  # torch
+            return tau.maximum(lower).minimum(upper)
+        return np.clip(tau, lower, upper)
+
 
 @dataclass(frozen=True)
 class RobotDescription:

@@ -71,3 +71,56 @@ def foot_kinematics(model, q: wp.array, u: wp.array, tape: wp.Tape | None = None
     if tape is not None:
         tape.record_func(backward=kin.attach_gradients, arrays=[])  # runs first when the tape is reversed
     return feet.foot_pos, feet.foot_vel
+
+
+def foot_kinematics_torch(sim, q, u):
+    """Foot sphere centres and velocities [N, F, 3] (world, m and m/s; torch) at torch ``(q, u)``, differentiable
+    w.r.t. both when they require grad (a tape per call, reversed by autograd). ``sim``: a
+    :class:`~.simulator.Simulator` or anything with its ``.sim``."""
+    import torch
+
+    sim = getattr(sim, "sim", sim)
+    model = sim.model
+    N, F = model.num_envs, model.num_feet
+    if torch.is_grad_enabled() and (q.requires_grad or u.requires_grad):
+        return _function().apply(sim, q, u)
+    pos, vel = foot_kinematics(model, wp.from_torch(q.detach().contiguous(), dtype=model.dtype),
+                               wp.from_torch(u.detach().contiguous(), dtype=model.dtype))
+    return wp.to_torch(pos).reshape(N, F, 3).clone(), wp.to_torch(vel).reshape(N, F, 3).clone()
+
+
+@functools.cache
+def _function():
+    import torch
+
+    class FootKinematicsFunction(torch.autograd.Function):
+        """Foot kinematics of ``(q, u)`` as a torch op: a tape per call, reversed in ``backward``."""
+
+        @staticmethod
+        def forward(ctx, sim, q, u):
+            model = sim.model
+            N, F = model.num_envs, model.num_feet
+            tape = wp.Tape()
+            q_wp = wp.from_torch(q.detach().contiguous(), dtype=model.dtype, requires_grad=True)
+            u_wp = wp.from_torch(u.detach().contiguous(), dtype=model.dtype, requires_grad=True)
+            pos, vel = foot_kinematics(model, q_wp, u_wp, tape)
+            ctx.saved = (tape, q_wp, u_wp, pos, vel)
+            return wp.to_torch(pos).reshape(N, F, 3).clone(), wp.to_torch(vel).reshape(N, F, 3).clone()
+
+        @staticmethod
+        def backward(ctx, g_pos, g_vel):
+            if ctx.saved is None:
+                raise RuntimeError("foot kinematics can be backpropagated once (its tape is freed)")
+            tape, q_wp, u_wp, pos, vel = ctx.saved
+            for arr, grad in ((pos, g_pos), (vel, g_vel)):
+                if grad is not None:
+                    view = wp.to_torch(arr.grad)
+                    view.copy_(grad.reshape(view.shape))
+            tape.backward()
+            out = wp.to_torch(q_wp.grad).clone(), wp.to_torch(u_wp.grad).clone()
+            tape.reset()
+            ctx.saved = None
+            return None, *out
+
+    return FootKinematicsFunction
+

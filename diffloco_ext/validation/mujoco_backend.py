@@ -1,46 +1,23 @@
-"""MuJoCo C as a validation backend: the MJCF exported from the same robot description, the project's drive
-model in the loop, batched over envs and stepped on several threads.
-
-Each policy step is ``steps_per_policy_step`` MuJoCo steps of ``policy_dt / steps_per_policy_step``. Before
-every MuJoCo step the drive torques of all envs are computed at once in numpy from the envs' states
-(:func:`~.mujoco_replay.dc_motor_pd_torque`, per-env gains) and the step of all envs is one call of MuJoCo's
-``rollout`` (C++, a thread pool of ``threads`` threads, the GIL released), so the Python overhead is per batch,
-not per env. The states live in numpy as MuJoCo's ``mjSTATE_FULLPHYSICS`` vectors, one per env; the solver's
-warm start is off (a state vector does not carry it, and with it on, the start guess would depend on which env a
-thread stepped before: results would depend on the thread schedule), so every step's constraint solve starts from
-the unconstrained accelerations (it converges to MuJoCo's tolerance either way).
+"""MuJoCo C as a validation backend: the batched engine of :mod:`diffloco_ext.sim.mujoco_engine` (the MJCF
+exported from the same robot description, the project's drive model at every MuJoCo step, all envs in one
+``rollout`` call on several threads) behind the validation's backend protocol (:mod:`.backends`).
 
 ``contact_time_constant`` sets every geom's ``solref`` time constant (s; MuJoCo's default 0.02): the registry's
 ``mujoco-soft`` runs at 0.04, a ground twice as soft (a standing ANYmal D's feet sink deeper and it bounces more),
 a check that a policy's gait does not hold on one ground only.
 
-Per-env parameters (:class:`~.backends.EnvParameters`): one ``MjModel`` copy per env; ``friction`` sets the
-sliding friction of the floor and the foot geoms, ``payload_kg`` the base's ``body_mass`` (then
-``mj_setConst``), the gain scales the drive's ``k_p``, ``k_d``.
+Per-env parameters (:class:`~.backends.EnvParameters`): ``friction`` the floor's and the feet's sliding friction,
+``payload_kg`` added to the base's ``body_mass``, the gain scales on the drive's ``k_p``, ``k_d``.
 """
 
 from __future__ import annotations
 
-import copy
-import os
-
-import mujoco
 import numpy as np
 import torch
-from mujoco import rollout
 
-from ..assets.mjcf_exporter import to_mjmodel
 from ..assets.robot_description import RobotDescription
+from ..sim.mujoco_engine import MujocoEngine
 from .backends import EnvParameters
-from .mujoco_replay import dc_motor_pd_torque
-
-STATE_SPEC = mujoco.mjtState.mjSTATE_FULLPHYSICS
-
-
-def _state_offset(model: mujoco.MjModel, component: mujoco.mjtState) -> int:
-    """Offset of ``component`` in a ``STATE_SPEC`` vector (components are concatenated in bit order)."""
-    lower = int(STATE_SPEC) & (int(component) - 1)
-    return mujoco.mj_stateSize(model, lower)
 
 
 class MujocoBackend:
@@ -49,94 +26,45 @@ class MujocoBackend:
     def __init__(self, robot: RobotDescription, num_envs: int, policy_dt: float = 0.02,
                  steps_per_policy_step: int = 8, friction: float = 1.0, threads: int | None = None,
                  name: str = "mujoco", contact_time_constant: float | None = None):
-        if robot.actuator is None:
-            raise ValueError(f"robot '{robot.name}' has no drive model")
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         self.name = name
         self.robot = robot
         self.num_envs = num_envs
         self.policy_dt = policy_dt
-        self.substeps = int(steps_per_policy_step)
-        self.threads = int(threads or min(8, os.cpu_count() or 1))
-        self.model = to_mjmodel(robot, actuators="motor", timestep=policy_dt / self.substeps, friction=friction)
-        self.model.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_WARMSTART)
-        if contact_time_constant is not None:
-            # MuJoCo clamps a time constant below two steps to two steps (mjtDisableBit.mjDSBL_REFSAFE): refuse it
-            if not contact_time_constant >= 2 * self.model.opt.timestep:
-                raise ValueError(f"contact_time_constant {contact_time_constant!r} s is below two MuJoCo steps "
-                                 f"({2 * self.model.opt.timestep} s), where MuJoCo would silently clamp it")
-            self.model.geom_solref[:, 0] = contact_time_constant  # every geom: a pair mixes its two geoms' values
-        self.models = [copy.copy(self.model) for _ in range(num_envs)]
-        self._scratch = mujoco.MjData(self.model)
-        self._friction_geoms = [self.model.geom("floor").id] + [self.model.geom(f.name).id for f in robot.feet]
-        self._base = self.model.body(robot.bodies[0].name).id
-        self._base_mass = float(self.model.body_mass[self._base])
-        nq, nv = self.model.nq, self.model.nv
-        self._qpos = slice(_state_offset(self.model, mujoco.mjtState.mjSTATE_QPOS),
-                           _state_offset(self.model, mujoco.mjtState.mjSTATE_QPOS) + nq)
-        self._qvel = slice(_state_offset(self.model, mujoco.mjtState.mjSTATE_QVEL),
-                           _state_offset(self.model, mujoco.mjtState.mjSTATE_QVEL) + nv)
-        mujoco.mj_resetData(self.model, self._scratch)
-        initial = np.empty(mujoco.mj_stateSize(self.model, STATE_SPEC))
-        mujoco.mj_getState(self.model, self._scratch, initial, STATE_SPEC)
-        self._initial = initial
-        self.states = np.tile(initial, (num_envs, 1))
-        self._out = np.empty((num_envs, 1, initial.size))
-        self._ctrl = np.zeros((num_envs, 1, self.model.nu))
-        self._kp = np.full((num_envs, 1), robot.actuator.stiffness)
-        self._kd = np.full((num_envs, 1), robot.actuator.damping)
+        self.engine = MujocoEngine(robot, num_envs, policy_dt=policy_dt,
+                                   steps_per_policy_step=int(steps_per_policy_step), friction=friction,
+                                   threads=threads, contact_time_constant=contact_time_constant)
+        self.substeps, self.threads = self.engine.substeps, self.engine.threads
+        self.model, self.models = self.engine.model, self.engine.models
+        self._q = np.tile(self.model.qpos0, (num_envs, 1))
+        self._u = np.zeros((num_envs, self.model.nv))
         self._torque = np.zeros((num_envs, robot.num_joints))
-        self._pool = rollout.Rollout(nthread=self.threads)
-        self._datas = [mujoco.MjData(self.model) for _ in range(self.threads)]
 
     def set_parameters(self, params: EnvParameters) -> None:
         params.check(self.num_envs, self.robot)
-        for e, m in enumerate(self.models):
-            m.geom_friction[self._friction_geoms, 0] = params.friction[e]
-            m.body_mass[self._base] = self._base_mass + params.payload_kg[e]
-            mujoco.mj_setConst(m, self._scratch)
-        self._kp = self.robot.actuator.stiffness * params.stiffness_scale[:, None]
-        self._kd = self.robot.actuator.damping * params.damping_scale[:, None]
+        act = self.robot.actuator
+        self.engine.set_parameters(friction=params.friction, base_mass=self.engine.base_mass + params.payload_kg,
+                                   stiffness=act.stiffness * params.stiffness_scale[:, None],
+                                   damping=act.damping * params.damping_scale[:, None])
 
     def reset(self, q, u, env_mask=None) -> None:
         q, u = q.detach().double().numpy(), u.detach().double().numpy()
         mask = np.ones(self.num_envs, dtype=bool) if env_mask is None else np.asarray(env_mask, dtype=bool)
-        fresh = np.tile(self._initial, (self.num_envs, 1))
-        fresh[:, self._qpos] = q
-        fresh[:, self._qvel] = u
-        self.states[mask] = fresh[mask]
+        self._q[mask], self._u[mask] = q[mask], u[mask]
 
     def step(self, joint_target) -> None:
-        target = joint_target.detach().double().numpy()
-        act = self.robot.actuator
-        total = np.zeros_like(self._torque)
-        for _ in range(self.substeps):
-            qpos, qvel = self.states[:, self._qpos], self.states[:, self._qvel]
-            tau = dc_motor_pd_torque(act, target, qpos[:, 7:], qvel[:, 6:], stiffness=self._kp, damping=self._kd)
-            self._ctrl[:, 0] = tau
-            total += tau
-            self._pool.rollout(self.models, self._datas, self.states, self._ctrl, nstep=1, state=self._out,
-                               skip_checks=True)
-            self.states[:] = self._out[:, 0]
-        self._torque = total / self.substeps
+        out = self.engine.step(self._q, self._u, joint_target.detach().double().numpy())
+        self._q, self._u, self._torque = out.q, out.u, out.joint_torque
 
     def state(self):
-        return (torch.tensor(self.states[:, self._qpos].copy()), torch.tensor(self.states[:, self._qvel].copy()))
+        return torch.tensor(self._q.copy()), torch.tensor(self._u.copy())
 
     def joint_torque(self) -> torch.Tensor:
         return torch.tensor(self._torque.copy())
 
     def close(self) -> None:
-        self._pool.close()
-
-    def __del__(self):
-        pool = getattr(self, "_pool", None)
-        if pool is not None:
-            try:
-                pool.close()
-            except Exception:  # noqa: BLE001 - interpreter shutdown
-                pass
+        self.engine.close()
 
 
 def make_backend(robot: RobotDescription, num_envs: int, *, policy_dt: float, sim_dt: float, friction: float = 1.0,
@@ -157,7 +85,10 @@ def benchmark(num_envs: int = 64, steps: int = 50, threads: tuple[int, ...] = (1
     import math
     import time
 
+    import mujoco
+
     from ..assets import get_robot
+    from .mujoco_replay import dc_motor_pd_torque
 
     desc = get_robot(robot)
     default = torch.tensor(desc.default_joint_positions())

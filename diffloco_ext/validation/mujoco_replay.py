@@ -25,11 +25,7 @@ def dc_motor_pd_torque(actuator: ActuatorParams, target: np.ndarray, q: np.ndarr
     """``clip(k_p (q* - q) - k_d qd, tau_min(qd), tau_max(qd))`` with Isaac Lab's DC-motor envelope (N·m).
 
     ``stiffness``/``damping``: gains broadcastable to ``q`` (e.g. [N, 1] per env) in place of the actuator's."""
-    kp = actuator.stiffness if stiffness is None else stiffness
-    kd = actuator.damping if damping is None else damping
-    tau = kp * (target - q) - kd * qd
-    lo, hi = actuator.torque_bounds(qd)
-    return np.clip(tau, lo, hi)
+    return actuator.pd_torque(target, q, qd, stiffness=stiffness, damping=damping)
 
 
 def dc_motor_implicit(actuator: ActuatorParams, target: np.ndarray, q: np.ndarray, qd: np.ndarray, dt: float,
