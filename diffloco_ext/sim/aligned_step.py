@@ -8,8 +8,8 @@ For each env, from the state ``s_t = (q, u)`` and the joint targets ``a_t``:
 * the surrogate gives ``s_sur = f(s_t, a_t)``, differentiable, evaluated at the accurate ``s_t``:
   ``"simplified"`` (:mod:`.fixed_contact_surrogate`: frozen inertia and contact mode, the feet in contact taken
   from ``s_acc``) or ``"smoothed"`` (the project's simulator with its smoothed contact, one policy step);
-* the step returns ``s_{t+1} = s_sur + stop_grad(s_acc - s_sur)``: its value is exactly the accurate engine's, its
-  Jacobian the surrogate's. The drive torque is aligned the same way.
+* the step returns ``s_{t+1} = s_sur + stop_grad(s_acc - s_sur)``: its value is exactly the accurate engine's (to the
+  bit: a custom autograd op returns ``s_acc`` and passes the gradient to ``s_sur``), its Jacobian the surrogate's. The drive torque is aligned the same way.
 
 The foot positions and velocities and the collision bodies' gaps are computed from ``s_{t+1}`` with the
 simulator's kinematics (differentiable: their values are the accurate state's, their gradients chain into the
@@ -38,6 +38,18 @@ from .torch_bridge import StepOutput, TorchSimulator
 
 ENGINES = ("mujoco", "hard")
 SURROGATES = ("simplified", "smoothed")
+
+
+class _Aligned(torch.autograd.Function):
+    """``s_sur + stop_grad(s_acc - s_sur)`` with the value exactly ``s_acc`` (the sum rounds in floating point)."""
+
+    @staticmethod
+    def forward(ctx, surrogate: torch.Tensor, accurate: torch.Tensor) -> torch.Tensor:
+        return accurate.clone()
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        return grad, None
 
 
 class SimulatorEngine:
@@ -169,9 +181,8 @@ class AlignedSimulator:
             else:
                 out = self.bridge.step(q, u, joint_target, params=params)
                 q_sur, u_sur, tau_sur = out.q, out.u, out.joint_torque
-            q_next = q_sur + (q_acc - q_sur).detach()
-            u_next = u_sur + (u_acc - u_sur).detach()
-            tau = tau_sur + (tau_acc - tau_sur).detach()
+            q_next, u_next, tau = (_Aligned.apply(sur, acc) for sur, acc in ((q_sur, q_acc), (u_sur, u_acc),
+                                                                                 (tau_sur, tau_acc)))
         foot_pos, foot_vel = foot_kinematics_torch(self.sim, q_next, u_next)
         gaps = (body_gaps_torch(self.sim, q_next) if self.sim.model.collision is not None
                 else torch.zeros(N, 0, dtype=dt))

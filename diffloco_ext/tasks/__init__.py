@@ -30,6 +30,13 @@ TASKS = {
         rsl_rl_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatPPORunnerCfg",
         shac_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatSHACRunnerCfg",
     ),
+    "DiffLoco-Velocity-Flat-AnymalD-Aligned": dict(
+        entry_point=f"{_VELOCITY}.env:VelocityEnv",
+        env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlatAlignedEnvCfg",
+        play_env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlatAlignedEnvCfg_PLAY",
+        rsl_rl_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatAlignedPPORunnerCfg",
+        shac_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatAlignedSHACRunnerCfg",
+    ),
     "DiffLoco-Velocity-Flat-AnymalC": dict(
         entry_point=f"{_VELOCITY}.env:VelocityEnv",
         env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalCFlatEnvCfg",

@@ -24,8 +24,6 @@ import torch
 from tensordict import TensorDict
 
 from diffloco_ext.assets import get_robot
-from diffloco_ext.sim import Simulator
-from diffloco_ext.sim.torch_bridge import TorchSimulator
 
 from .vec_env import FINAL_OBS_KEY, TIME_OUTS_KEY, DiffVecEnv
 
@@ -56,9 +54,12 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
         self.step_dt = cfg.sim.policy_dt
         self.max_episode_length = int(round(cfg.episode_length_s / self.step_dt))
         self.model = cfg.sim.build_model(self.robot, N)
-        self.sim = Simulator.from_cfg(self.model, cfg.sim)
-        self.bridge = TorchSimulator(self.sim, body_gaps=True)  # terminations and contact penalties read them
-        self.dtype = self.bridge.dtype
+        # terminations and contact penalties read the body gaps; an aligned engine (Song et al.) steps in float64
+        self.bridge = cfg.sim.build_bridge(self.model, body_gaps=True)
+        self.sim = self.bridge.sim
+        self.dtype = self.bridge.dtype  # the states'
+        #: the observations' and rewards' precision (``cfg.sim.dtype``; the states' unless an aligned engine runs)
+        self.output_dtype = getattr(torch, cfg.sim.dtype)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(int(cfg.seed))
         self._setup_joint_order()
@@ -82,7 +83,14 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
         self.action_space = gym.spaces.Box(-np.inf, np.inf, shape=(n,), dtype=np.float32)
         self._init_task()
         self._reset_envs(torch.ones(N, dtype=torch.bool, device=self.device))
-        self._obs = self._observations()
+        self._obs = self._observe()
+
+    def _observe(self) -> TensorDict:
+        """The task's observations in :attr:`output_dtype`."""
+        obs = self._observations()
+        if self.output_dtype != self.dtype:
+            obs = obs.apply(lambda t: t.to(self.output_dtype) if t.is_floating_point() else t)
+        return obs
 
     def _init_task(self) -> None:
         """Task state created before the first reset (commands, timers, ...)."""
@@ -130,7 +138,7 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
         if seed is not None:
             self.generator.manual_seed(int(seed))
         self._reset_envs(torch.ones(self.num_envs, dtype=torch.bool, device=self.device))
-        self._obs = self._observations()
+        self._obs = self._observe()
         return self._obs, {}
 
     def step(self, actions: torch.Tensor):
@@ -172,14 +180,14 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
         self.step_metrics = {k: v.detach() for k, v in metrics.items()}  # this step's, before any reset (play)
         self._accumulate(terms, metrics)
 
-        final_obs = self._observations()  # of the state reached, before any reset (differentiable)
+        final_obs = self._observe()  # of the state reached, before any reset (differentiable)
         extras = {TIME_OUTS_KEY: time_outs, FINAL_OBS_KEY: final_obs, "log": {}}
         if bool(dones.any()):
             extras["log"] = self._episode_log(dones, terminated, diverged, time_outs)
             self._reset_envs(dones)
         self._post_reset(dones)
-        self._obs = self._observations()
-        return self._obs, reward, dones.to(torch.long), extras
+        self._obs = self._observe()
+        return self._obs, reward.to(self.output_dtype), dones.to(torch.long), extras
 
     # ---- task hooks ------------------------------------------------------------------------------------------------
     def _observations(self) -> TensorDict:
@@ -291,9 +299,9 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
         self.generator.set_state(state["generator"])
         self._load_task_state(state.get("task", {}))
         if "obs" in state:
-            self._obs = state["obs"].apply(own)
+            self._obs = state["obs"].apply(lambda t: t.clone().to(self.device, dtype=self.output_dtype))
         else:  # states saved before the observations were: computed again (a noise draw more)
-            self._obs = self._observations()
+            self._obs = self._observe()
 
     def _task_state(self) -> dict:
         return {}

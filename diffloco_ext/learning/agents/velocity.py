@@ -84,3 +84,17 @@ class AnymalCFlatSHACRunnerCfg(AnymalDFlatSHACRunnerCfg):
 @dataclass
 class AnymalCFlatPPORunnerCfg(AnymalDFlatPPORunnerCfg):
     experiment_name: str = "anymal_c_flat"
+
+
+@dataclass
+class AnymalDFlatAlignedSHACRunnerCfg(AnymalDFlatSHACRunnerCfg):
+    """SHAC of the recipe on ``DiffLoco-Velocity-Flat-AnymalD-Aligned`` (MuJoCo forward, surrogate backward)."""
+
+    experiment_name: str = "anymal_d_flat_aligned"
+
+
+@dataclass
+class AnymalDFlatAlignedPPORunnerCfg(AnymalDFlatPPORunnerCfg):
+    """rsl_rl's PPO with Isaac Lab's settings on the same MuJoCo env (no gradients): paper B's baseline."""
+
+    experiment_name: str = "anymal_d_flat_aligned"

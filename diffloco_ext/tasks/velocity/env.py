@@ -92,6 +92,16 @@ class VelocityEnv(LocomotionEnv):
                                          and pair[0] <= pair[1]):
                 raise ValueError(f"env.randomization.{name} must be [low, high] with 0 < low <= high (N/m), "
                                  f"got {pair!r}")
+        if self.cfg.sim.aligned:  # options of the differentiable simulator only
+            for name, f in (("adversarial_fraction", r.adversarial_fraction),
+                            ("after_curriculum.adversarial_fraction", r.after_curriculum.adversarial_fraction),
+                            ("soft_ground_fraction", r.soft_ground_fraction),
+                            ("after_curriculum.soft_ground_fraction", r.after_curriculum.soft_ground_fraction)):
+                if f:
+                    raise ValueError(f"env.randomization.{name}={f} needs the differentiable simulator (the adversary "
+                                     f"follows its parameter gradient; soft grounds are its contact model); with "
+                                     f"env.sim.engine={self.cfg.sim.engine!r} set it to 0, or use the registered "
+                                     f"'-Aligned' task")
         self._ranges_ramp = checked_ramp("env.randomization.ranges_ramp", r.ranges_ramp,
                                          "policy steps after the curriculum's end")
         step = r.adversarial_step
@@ -356,7 +366,7 @@ class VelocityEnv(LocomotionEnv):
         elif grads is not None:
             self.params = self._params_of(self._draws)
         if grads is not None or self._leaves is not None:  # the moved parameters' observations (critic: friction)
-            self._obs = self._observations().detach()
+            self._obs = self._observe().detach()
 
     def _on_reset(self, mask: torch.Tensor) -> None:
         r = self.cfg.randomization

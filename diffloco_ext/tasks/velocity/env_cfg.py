@@ -418,6 +418,32 @@ class AnymalDFlatEnvCfg_PLAY(AnymalDFlatEnvCfg):
 
 
 @dataclass
+class AnymalDFlatAlignedEnvCfg(AnymalDFlatEnvCfg):
+    """``DiffLoco-Velocity-Flat-AnymalD-Aligned``: the same task, interface and recipe trained on Song et al.'s
+    aligned step (arXiv 2403.14864): MuJoCo forward (the physics the policy is validated in), the ``simplified``
+    surrogate backward (``env.sim.surrogate=smoothed`` for the project's smoothed simulator instead). The recipe's
+    gradient adversary and soft grounds belong to the differentiable simulator and are off."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.sim.engine, self.sim.surrogate = "mujoco", "simplified"
+        after = self.randomization.after_curriculum
+        after.adversarial_fraction = after.soft_ground_fraction = 0.0
+        self.sim.contact.smooth_soft_grounds = False
+
+
+@dataclass
+class AnymalDFlatAlignedEnvCfg_PLAY(AnymalDFlatEnvCfg_PLAY):
+    """Playing ``DiffLoco-Velocity-Flat-AnymalD-Aligned``: the play config in MuJoCo."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.sim.engine, self.sim.surrogate = "mujoco", "simplified"
+        after = self.randomization.after_curriculum
+        after.adversarial_fraction = after.soft_ground_fraction = 0.0
+
+
+@dataclass
 class AnymalCFlatEnvCfg(AnymalDFlatEnvCfg):
     """``DiffLoco-Velocity-Flat-AnymalC`` (Schwarke et al., section A.3): ANYmal D's recipe on ANYmal C."""
 
