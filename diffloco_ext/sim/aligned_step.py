@@ -8,8 +8,9 @@ For each env, from the state ``s_t = (q, u)`` and the joint targets ``a_t``:
 * the surrogate gives ``s_sur = f(s_t, a_t)``, differentiable, evaluated at the accurate ``s_t``:
   ``"simplified"`` (:mod:`.fixed_contact_surrogate`: frozen inertia and contact mode, the feet in contact taken
   from ``s_acc``) or ``"smoothed"`` (the project's simulator with its smoothed contact, one policy step);
-* the step returns ``s_{t+1} = s_sur + stop_grad(s_acc - s_sur)``: its value is exactly the accurate engine's (to the
-  bit: a custom autograd op returns ``s_acc`` and passes the gradient to ``s_sur``), its Jacobian the surrogate's. The drive torque is aligned the same way.
+* the step returns ``s_{t+1} = s_sur + stop_grad(s_acc - s_sur)``: its value is exactly the accurate engine's (to
+  the bit: a custom autograd op returns ``s_acc`` and passes the gradient to ``s_sur``), its Jacobian the
+  surrogate's. The drive torque is aligned the same way.
 
 The foot positions and velocities and the collision bodies' gaps are computed from ``s_{t+1}`` with the
 simulator's kinematics (differentiable: their values are the accurate state's, their gradients chain into the

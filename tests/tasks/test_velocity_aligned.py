@@ -35,7 +35,8 @@ def test_interface_and_values_are_mujocos(surrogate):
     for e, m in enumerate(mujoco_models):
         assert m.body_mass[base] == pytest.approx(env.robot.bodies[0].mass * scale[e], rel=1e-12)
         assert m.body_inertia[base] == pytest.approx(env.bridge.engine.base_inertia * scale[e], rel=1e-12)
-        assert m.geom_friction[env.bridge.engine._friction_geoms[0], 0] == pytest.approx(float(env.params["friction"][e]))
+        floor = env.bridge.engine._friction_geoms[0]
+        assert m.geom_friction[floor, 0] == pytest.approx(float(env.params["friction"][e]))
     engine = MujocoEngine(env.robot, 3, threads=1)
     engine.set_parameters(**env.bridge._engine_params)
     plain = engine.step(q.numpy(), u.numpy(), env.joint_targets(actions.double()).numpy())
