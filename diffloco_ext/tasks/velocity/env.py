@@ -92,7 +92,7 @@ class VelocityEnv(LocomotionEnv):
                                          and pair[0] <= pair[1]):
                 raise ValueError(f"env.randomization.{name} must be [low, high] with 0 < low <= high (N/m), "
                                  f"got {pair!r}")
-        if self.cfg.sim.aligned:  # options of the differentiable simulator only
+        if self.cfg.sim.aligned and r.enable:  # options of the differentiable simulator only
             for name, f in (("adversarial_fraction", r.adversarial_fraction),
                             ("after_curriculum.adversarial_fraction", r.after_curriculum.adversarial_fraction),
                             ("soft_ground_fraction", r.soft_ground_fraction),
