@@ -2,8 +2,8 @@
 
 At ``--states`` states of ANYmal D in MuJoCo, ``--spacing`` policy steps apart (with ``--checkpoint``: a policy of
 the ``-Aligned`` task walking on the play config's random commands, 8 robots; without: one robot under open-loop
-sinusoidal joint targets, diagonal legs in phase, which mostly keeps its feet on the ground), the Jacobian of the next policy step's generalised velocity
-``u_{t+1}`` [18] w.r.t. the joint targets [12] and w.r.t. the velocity ``u_t`` [18] is taken
+sinusoidal joint targets, diagonal legs in phase, which mostly keeps its feet on the ground), the Jacobian of the
+next policy step's generalised velocity ``u_{t+1}`` [18] w.r.t. the joint targets [12] and w.r.t. the velocity ``u_t`` [18] is taken
 * of MuJoCo (the accurate engine, 8 steps of 2.5 ms) by central differences (``--eps``),
 * of the ``simplified`` surrogate (frozen inertia and contact mode, the feet in contact taken from MuJoCo's next
   state) and of the ``smoothed`` simulator (smoothed contact, kappa 300 1/m) by backpropagation, and of the project's
@@ -92,7 +92,8 @@ def policy_states(checkpoint: str, count: int, spacing: int, warmup: int = 50,
 
 
 def _fd(step, q, u, target, eps):
-    """Central differences of ``step(q, u, target) -> u_next`` [N, nv] w.r.t. target and u: ([N, nv, n], [N, nv, nv])."""
+    """Central differences of ``step(q, u, target) -> u_next`` [N, nv] w.r.t. target and u:
+    ([N, nv, n], [N, nv, nv])."""
     def columns(x, which):
         out = []
         for k in range(x.shape[1]):
@@ -157,7 +158,8 @@ def compare(states: int, spacing: int, eps: float, checkpoint: str | None = None
                  "smoothed": _autograd(smoothed_step, q, u, target),
                  "hard": _fd(hard_step, q, u, target, eps)}
     phases = {"stance": in_contact == 4, "swing": in_contact <= 2}
-    results = {"states": n, "source": checkpoint or "open-loop trot", "feet_in_contact": in_contact.tolist(), "eps": eps, "models": {}}
+    results = {"states": n, "source": checkpoint or "open-loop trot", "feet_in_contact": in_contact.tolist(),
+               "eps": eps, "models": {}}
     for name, jac in jacobians.items():
         entry = {}
         for wrt, j, ref in (("target", jac[0], reference[0]), ("velocity", jac[1], reference[1])):
@@ -183,7 +185,8 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     results = compare(4 if args.tiny else args.states, args.spacing, args.eps, args.checkpoint)
-    print(f"{results['states']} states ({'policy ' + args.checkpoint if args.checkpoint else 'open-loop trot'}); feet in contact at the step's end: "
+    source = "policy " + args.checkpoint if args.checkpoint else "open-loop trot"
+    print(f"{results['states']} states ({source}); feet in contact at the step's end: "
           f"{np.bincount(results['feet_in_contact'], minlength=5).tolist()} (0-4 feet)")
     print(f"{'model':11s} {'Jacobian of u_t+1 w.r.t.':25s} {'phase':7s} {'cosine':>7s} {'rel. error':>10s} states")
     for name, entry in results["models"].items():
