@@ -3,7 +3,8 @@
 At ``--states`` states of ANYmal D in MuJoCo, ``--spacing`` policy steps apart (with ``--checkpoint``: a policy of
 the ``-Aligned`` task walking on the play config's random commands, 8 robots; without: one robot under open-loop
 sinusoidal joint targets, diagonal legs in phase, which mostly keeps its feet on the ground), the Jacobian of the
-next policy step's generalised velocity ``u_{t+1}`` [18] w.r.t. the joint targets [12] and w.r.t. the velocity ``u_t`` [18] is taken
+next policy step's generalised velocity ``u_{t+1}`` [18] w.r.t. the joint targets [12] and w.r.t. the velocity
+``u_t`` [18] is taken
 * of MuJoCo (the accurate engine, 8 steps of 2.5 ms) by central differences (``--eps``),
 * of the ``simplified`` surrogate (frozen inertia and contact mode, the feet in contact taken from MuJoCo's next
   state) and of the ``smoothed`` simulator (smoothed contact, kappa 300 1/m) by backpropagation, and of the project's
