@@ -24,6 +24,14 @@ checkpoint was saved (``<out>`` with ``_closed_loop`` before the extension)::
 
 (``--jobs 2``: the checkpoints measured in two processes, Warp's CPU kernels running on one core each.) A small
 closed-loop scenario file (``--closed_loop_config``, e.g. 2 episodes of 1 s) makes it a run of seconds.
+``--closed_loop_backend mujoco`` measures in MuJoCo instead of hard contact. ``--reach 0.3 0.2 0.15`` also prints,
+per run, the samples and minutes at which a checkpoint first has a planar error at or below each value with a fall
+rate at or below ``--reach_falls`` (and a yaw-rate error at or below ``--reach_yaw``, when given): e.g. "walks"
+(Song et al.'s comparison, ``docs/learning.md``)::
+
+    .venv/bin/python scripts/experiments/compare_learners.py --runs <run 1 env> <run 8 envs> --labels 1 8 \
+        --task DiffLoco-Velocity-Flat-AnymalD-Aligned --closed_loop --closed_loop_backend mujoco \
+        --reach 0.25 --reach_yaw 0.3 --reach_falls 0 --out docs/figures/aligned_walking.png
 """
 
 from __future__ import annotations
@@ -164,7 +172,30 @@ def _at_iterations(data: dict, steps: list[int]) -> tuple[np.ndarray, np.ndarray
     return samples, minutes
 
 
-def plot_closed_loop(curves: dict[str, dict], out: str) -> None:
+def report_reach(curves: dict[str, dict], thresholds: list[float], yaw: float | None, falls: float) -> dict:
+    """Per run and planar-error threshold: the first checkpoint with ``lin_vel_error <= threshold``, ``fall_rate <=
+    falls`` (and ``ang_vel_error <= yaw`` when given), its iteration, samples and minutes (None: not reached)."""
+    reached = {}
+    for label, c in curves.items():
+        reached[label] = {}
+        for threshold in thresholds:
+            hit = [i for i, r in enumerate(c["rows"]) if r["lin_vel_error"] <= threshold and r["fall_rate"] <= falls
+                   and (yaw is None or r["ang_vel_error"] <= yaw)]
+            what = f"planar <= {threshold} m/s" + (f", yaw <= {yaw} rad/s" if yaw is not None else "") + \
+                f", falls <= {falls:.0%}"
+            if hit:
+                i = hit[0]
+                reached[label][str(threshold)] = {"iteration": c["rows"][i]["iteration"],
+                                                  "samples": float(c["samples"][i]), "minutes": float(c["minutes"][i])}
+                print(f"  {label:12s} {what}: it {c['rows'][i]['iteration']}, {c['samples'][i]:.3g} samples, "
+                      f"{c['minutes'][i]:.1f} min")
+            else:
+                reached[label][str(threshold)] = None
+                print(f"  {label:12s} {what}: not reached")
+    return reached
+
+
+def plot_closed_loop(curves: dict[str, dict], out: str, backend: str = "hard") -> None:
     names = (("lin_vel_error", "closed loop |v_xy* - v_xy| (m/s)"),
              ("ang_vel_error", "closed loop |w_z* - w_z| (rad/s)"), ("fall_rate", "closed loop fall rate"))
     fig, axes = plt.subplots(2, len(names), figsize=(5 * len(names), 8))
@@ -179,7 +210,8 @@ def plot_closed_loop(curves: dict[str, dict], out: str) -> None:
                 axes[row, col].legend()
             axes[0, col].set_xlabel("samples (env transitions)")
             axes[1, col].set_xlabel("wall-clock (min)")
-    fig.suptitle("checkpoints in hard contact, 100 episodes of random commands (full ranges)")
+    where = "hard contact" if backend == "hard" else backend
+    fig.suptitle(f"checkpoints in {where}, random commands (full ranges)")
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
@@ -268,6 +300,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--closed_loop_config", default=os.path.join(ROOT, "config", "validation",
                                                                       "anymal_d_random100.yaml"),
                         help="the closed loop's scenario file (default: config/validation/anymal_d_random100.yaml)")
+    parser.add_argument("--closed_loop_backend", default="hard", help="closed loop: the validation backend (hard, "
+                        "mujoco, ...)")
+    parser.add_argument("--reach", type=float, nargs="*", default=[], help="closed loop: planar-error thresholds "
+                        "(m/s) to report the first checkpoint at or below")
+    parser.add_argument("--reach_yaw", type=float, default=None, help="with --reach: also a yaw-rate error at or below "
+                        "this (rad/s)")
+    parser.add_argument("--reach_falls", type=float, default=0.01, help="with --reach: a fall rate at or below this")
     parser.add_argument("--task", default="DiffLoco-Velocity-Flat-AnymalD", help="the runs' task (closed loop)")
     parser.add_argument("--jobs", type=int, default=1, help="closed loop: processes measuring the checkpoints "
                         "(Warp runs on one core: 2 on a 2-core machine)")
@@ -303,13 +342,17 @@ def main(argv: list[str] | None = None) -> int:
 
         torch.set_num_threads(1)
         curves = {}
-        measured = closed_loop(args.runs, args.task, args.closed_loop_config, jobs=args.jobs)
+        measured = closed_loop(args.runs, args.task, args.closed_loop_config, backend=args.closed_loop_backend,
+                               jobs=args.jobs)
         for (label, data), run_dir, rows in zip(runs.items(), args.runs, measured):
             samples, minutes = _at_iterations(data, [logged_step(run_dir, r["iteration"]) for r in rows])
             curves[label] = {"rows": rows, "samples": samples, "minutes": minutes}
         stem, ext = os.path.splitext(args.out)
-        plot_closed_loop(curves, f"{stem}_closed_loop{ext}")
+        plot_closed_loop(curves, f"{stem}_closed_loop{ext}", args.closed_loop_backend)
         summary = report_closed_loop(curves)
+        if args.reach:
+            for label, hits in report_reach(curves, args.reach, args.reach_yaw, args.reach_falls).items():
+                summary[label]["reach"] = hits
         with open(f"{stem}_closed_loop.json", "w") as f:
             json.dump({k: {**v, "curve": [dict(r, samples=float(n), minutes=float(t)) for r, n, t in
                                           zip(curves[k]["rows"], curves[k]["samples"], curves[k]["minutes"])]}

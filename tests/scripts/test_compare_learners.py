@@ -84,3 +84,15 @@ def test_compare_learners_counts_a_checkpoint_as_reaching_only_without_more_fall
     curves["A"]["rows"][-1]["fall_rate"] = 0.02
     assert "reaches_B" not in compare.report_closed_loop(curves)["A"]
     assert "A does not reach B's final planar error 0.120 m/s with at most its falls (0%)" in capsys.readouterr().out
+
+
+def test_compare_learners_reports_the_first_checkpoint_under_each_threshold():
+    """``--reach``: the first checkpoint at or below each planar error with at most the allowed falls (and yaw)."""
+    compare = load_script("experiments/compare_learners")
+    rows = [dict(iteration=i, lin_vel_error=e, fall_rate=f, ang_vel_error=y)
+            for i, e, f, y in ((10, 0.4, 0.0, 0.2), (20, 0.24, 0.02, 0.2), (30, 0.22, 0.0, 0.5), (40, 0.2, 0.0, 0.25))]
+    curves = {"A": {"rows": rows, "samples": np.array([1.0, 2.0, 3.0, 4.0]), "minutes": np.array([1.0, 2, 3, 4])}}
+    reached = compare.report_reach(curves, [0.25, 0.1], yaw=0.3, falls=0.0)["A"]
+    assert reached["0.25"] == {"iteration": 40, "samples": 4.0, "minutes": 4.0}  # 20 falls, 30 misses the yaw
+    assert reached["0.1"] is None
+    assert compare.report_reach(curves, [0.25], yaw=None, falls=0.0)["A"]["0.25"]["iteration"] == 30
