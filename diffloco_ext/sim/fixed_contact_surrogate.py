@@ -48,6 +48,47 @@ class FixedContactSurrogate:
         self.substeps, self.dt = int(substeps), float(dt)
         self.actuator = model.robot.actuator
         self._data = StepData.allocate(model, requires_grad=False)
+        self._groups = self._column_groups()
+
+    def _column_groups(self) -> list[list[tuple[int, list[int]]]]:
+        """Velocity coordinates in groups whose foot velocities do not overlap (a leg's joints move its own foot
+        only): one kinematics pass per group gives all its Jacobian columns. Each entry ``(coordinate, feet it
+        moves)``, found at a random configuration (structural zeros only)."""
+        m = self.model
+        gen = torch.Generator().manual_seed(0)
+        q = torch.as_tensor(m.default_q(), dtype=torch.float64)
+        q[:, 7:] += 0.3 * torch.rand(q[:, 7:].shape, generator=gen, dtype=torch.float64)
+        J = self._columns(q, [[k] for k in range(m.nv)])[0]
+        groups: list[list[tuple[int, list[int]]]] = []
+        for k in range(m.nv):
+            feet = [f for f in range(m.num_feet) if bool(J[f, :, k].abs().max() > 0)]
+            for group in groups:
+                if not set(feet) & {f for _, fs in group for f in fs}:
+                    group.append((k, feet))
+                    break
+            else:
+                groups.append([(k, feet)])
+        return groups
+
+    def _columns(self, q: torch.Tensor, groups) -> torch.Tensor:
+        """``J`` [N, F, 3, nv] from one foot-kinematics pass per group of coordinates (unit velocities summed)."""
+        m = self.model
+        N, nv, F = q.shape[0], m.nv, m.num_feet
+        q_wp = wp.from_torch(q.detach().contiguous(), dtype=m.dtype)
+        J = torch.zeros(N, F, 3, nv, dtype=q.dtype)
+        for group in groups:
+            e = torch.zeros(N, nv, dtype=q.dtype)
+            coordinates = [k if isinstance(k, int) else k[0] for k in group]
+            e[:, coordinates] = 1.0
+            _, vel = foot_kinematics(m, q_wp, wp.from_torch(e, dtype=m.dtype))
+            vel = wp.to_torch(vel).reshape(N, F, 3)
+            for entry in group:
+                if isinstance(entry, int):
+                    J[:, :, :, entry] = vel
+                else:
+                    k, feet = entry
+                    J[:, feet, :, k] = vel[:, feet]
+        return J
 
     def constants(self, q: torch.Tensor, u: torch.Tensor, params: dict[str, torch.Tensor],
                   contact: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -76,16 +117,7 @@ class FixedContactSurrogate:
 
     def foot_jacobians(self, q: torch.Tensor) -> torch.Tensor:
         """``J`` [N, F, 3, nv] with ``foot_vel = J u`` (world frame, foot sphere centres) at ``q`` (values)."""
-        m = self.model
-        N, nv, F = m.num_envs, m.nv, m.num_feet
-        q_wp = wp.from_torch(q.detach().contiguous(), dtype=m.dtype)
-        columns = []
-        for k in range(nv):
-            e = torch.zeros(N, nv, dtype=q.dtype)
-            e[:, k] = 1.0
-            _, vel = foot_kinematics(m, q_wp, wp.from_torch(e, dtype=m.dtype))
-            columns.append(wp.to_torch(vel).reshape(N, F, 3).clone())
-        return torch.stack(columns, dim=-1)
+        return self._columns(q, self._groups)
 
     def step(self, q: torch.Tensor, u: torch.Tensor, joint_target: torch.Tensor, stiffness: torch.Tensor,
              damping: torch.Tensor, constants: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor,

@@ -210,3 +210,16 @@ def test_bad_combinations_are_clear_errors():
         aligned = AlignedSimulator(_sim(1), "mujoco", threads=1)
         z = torch.zeros(1, 12, dtype=torch.float64)
         aligned.step(torch.zeros(1, 19, dtype=torch.float64), torch.zeros(1, 18, dtype=torch.float64), z, z)
+
+
+def test_foot_jacobians_give_the_foot_velocities(standing):
+    """``J u`` equals the feet's velocities by the kinematics, for any ``u`` (the Jacobian is assembled from one
+    kinematics pass per group of coordinates that move disjoint feet)."""
+    q, _, _ = standing
+    sim = _sim()
+    surrogate = AlignedSimulator(sim, "mujoco", "simplified", threads=1).surrogate
+    assert len(surrogate._groups) < sim.model.nv  # the legs' joints share passes
+    u = torch.randn(N, sim.model.nv, dtype=torch.float64, generator=torch.Generator().manual_seed(6))
+    J = surrogate.foot_jacobians(q)
+    _, vel = foot_kinematics_torch(sim, q, u)
+    torch.testing.assert_close(torch.einsum("nfck,nk->nfc", J, u), vel, rtol=1e-12, atol=1e-12)
