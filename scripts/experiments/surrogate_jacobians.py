@@ -11,7 +11,9 @@ next policy step's generalised velocity ``u_{t+1}`` [18] w.r.t. the joint target
   ``hard`` contact by central differences,
 all in float64 from the same states. Printed per model and phase (``stance``: all four feet within 1 cm of the
 ground at the step's end; ``swing``: at most two): the median over states of the cosine between the flattened
-Jacobian and MuJoCo's, and of the relative error ``|J - J_mujoco| / |J_mujoco|`` (Frobenius).
+Jacobian and MuJoCo's, and of the relative error ``|J - J_mujoco| / |J_mujoco|`` (Frobenius). Then, for the feet on
+the ground at the step's end, what each model's gradient says about lifting them: the norm of the derivative of the
+foot's height after the step w.r.t. its own leg's three joint targets (m/rad), median over those feet.
 
     .venv/bin/python scripts/experiments/surrogate_jacobians.py --states 64 \\
         --checkpoint logs/shac/anymal_d_flat_aligned/<run>/model_<it>.pt --out docs/data/surrogate_jacobians.json
@@ -33,6 +35,7 @@ from diffloco_ext.assets import get_robot
 from diffloco_ext.sim import Simulator, build_model
 from diffloco_ext.sim.aligned_step import AlignedSimulator
 from diffloco_ext.sim.contact import ContactParams
+from diffloco_ext.sim.foot_kinematics import foot_kinematics_torch
 from diffloco_ext.sim.mujoco_engine import MujocoEngine
 from diffloco_ext.sim.torch_bridge import TorchSimulator
 
@@ -142,6 +145,10 @@ def compare(states: int, spacing: int, eps: float, checkpoint: str | None = None
         with torch.no_grad():
             return hard.step(torch.from_numpy(qq), torch.from_numpy(uu), torch.from_numpy(tt)).u.numpy()
 
+    def hard_q(qq, uu, tt):
+        with torch.no_grad():
+            return hard.step(torch.from_numpy(qq), torch.from_numpy(uu), torch.from_numpy(tt)).q.numpy()
+
     next_q = engine.step(q, u, target).q
     _, contact = aligned.contact_of(torch.from_numpy(next_q))
     in_contact = contact.sum(dim=1).numpy()
@@ -160,7 +167,45 @@ def compare(states: int, spacing: int, eps: float, checkpoint: str | None = None
                  "hard": _fd(hard_step, q, u, target, eps)}
     phases = {"stance": in_contact == 4, "swing": in_contact <= 2}
     results = {"states": n, "source": checkpoint or "open-loop trot", "feet_in_contact": in_contact.tolist(),
-               "eps": eps, "models": {}}
+               "eps": eps, "models": {}, "stance_foot_lift": {}}
+
+    # what each model says about lifting a foot that is on the ground: d(foot height at t+1) / d(its leg's targets)
+    legs = [[j for j, name in enumerate(robot.joint_names) if name[:2] == foot.name[:2]] for foot in robot.feet]
+    params_sim = aligned.bridge
+
+    def heights_fd(step_q):
+        out = np.zeros((n, len(legs), target.shape[1]))
+        for k in range(target.shape[1]):
+            hi, lo = target.copy(), target.copy()
+            hi[:, k] += eps
+            lo[:, k] -= eps
+            gap_hi = aligned.contact_of(torch.from_numpy(step_q(q, u, hi)))[0].numpy()
+            gap_lo = aligned.contact_of(torch.from_numpy(step_q(q, u, lo)))[0].numpy()
+            out[:, :, k] = (gap_hi - gap_lo) / (2 * eps)
+        return out
+
+    def heights_autograd(foot_z):
+        out = np.zeros((n, len(legs), target.shape[1]))
+        for f in range(len(legs)):
+            tt = torch.from_numpy(target).clone().requires_grad_(True)
+            (g,) = torch.autograd.grad(foot_z(tt)[:, f].sum(), tt)
+            out[:, f] = g.numpy()
+        return out
+
+    def simplified_z(tt):
+        consts = aligned.surrogate.constants(torch.from_numpy(q), torch.from_numpy(u), params, contact)
+        q1 = aligned.surrogate.step(torch.from_numpy(q), torch.from_numpy(u), tt, params["joint_stiffness"],
+                                    params["joint_damping"], consts)[0]
+        return foot_kinematics_torch(smoothed, q1, torch.zeros_like(torch.from_numpy(u)))[0][..., 2]
+
+    lifts = {"mujoco": heights_fd(lambda qq, uu, tt: engine.step(qq, uu, tt).q),
+             "hard": heights_fd(lambda qq, uu, tt: hard_q(qq, uu, tt)),
+             "simplified": heights_autograd(simplified_z),
+             "smoothed": heights_autograd(lambda tt: params_sim.step(torch.from_numpy(q), torch.from_numpy(u),
+                                                                     tt).foot_pos[..., 2])}
+    for name, lift in lifts.items():
+        norms = np.array([[np.linalg.norm(lift[e, f, legs[f]]) for f in range(len(legs))] for e in range(n)])
+        results["stance_foot_lift"][name] = float(np.median(norms[contact.numpy()])) if contact.any() else None
     for name, jac in jacobians.items():
         entry = {}
         for wrt, j, ref in (("target", jac[0], reference[0]), ("velocity", jac[1], reference[1])):
@@ -195,6 +240,9 @@ def main(argv=None) -> dict:
             wrt, phase = key.split("/")
             print(f"{name:11s} {wrt:25s} {phase:7s} {value['cosine']:7.3f} {value['relative_error']:10.3f} "
                   f"{value['states']:6d}")
+    print("d(height of a foot on the ground at t+1) / d(its leg's joint targets), median norm over stance feet (m/rad):")
+    print("  " + ", ".join(f"{name} {value:.2e}" for name, value in results["stance_foot_lift"].items()
+                           if value is not None))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(results, indent=1))
