@@ -240,7 +240,8 @@ def main(argv=None) -> dict:
             wrt, phase = key.split("/")
             print(f"{name:11s} {wrt:25s} {phase:7s} {value['cosine']:7.3f} {value['relative_error']:10.3f} "
                   f"{value['states']:6d}")
-    print("d(height of a foot on the ground at t+1) / d(its leg's joint targets), median norm over stance feet (m/rad):")
+    print("d(height of a foot on the ground at t+1) / d(its leg's joint targets), median norm over stance feet "
+          "(m/rad):")
     print("  " + ", ".join(f"{name} {value:.2e}" for name, value in results["stance_foot_lift"].items()
                            if value is not None))
     if args.out:
