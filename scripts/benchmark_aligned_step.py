@@ -43,16 +43,16 @@ def env_rate(num_envs: int, steps: int, backward: bool, engine: str, surrogate: 
     cfg.sim.engine, cfg.sim.surrogate, cfg.sim.engine_threads = engine, surrogate, threads
     env = registry.make_env(TASK, cfg)
     gen = torch.Generator().manual_seed(0)
-    actions = 0.3 * torch.randn(steps + 2, num_envs, env.num_actions, generator=gen)
-    with torch.set_grad_enabled(backward):  # warm-up: kernels compiled, replays recorded
-        warm = actions[:2].clone().requires_grad_(backward)
+    actions = 0.3 * torch.randn(2 * steps, num_envs, env.num_actions, generator=gen)
+    with torch.set_grad_enabled(backward):  # a warm-up rollout as long: kernels compiled, every taped record made
+        warm = actions[:steps].clone().requires_grad_(backward)
         total = sum(env.step(torch.tanh(a))[1].sum() for a in warm)
         if backward:
             total.backward()
     env.detach_state()
     start = time.perf_counter()
     with torch.set_grad_enabled(backward):
-        params = actions[2:].clone().requires_grad_(backward)
+        params = actions[steps:].clone().requires_grad_(backward)
         total = 0.0
         for a in params:
             _, reward, _, _ = env.step(torch.tanh(a))

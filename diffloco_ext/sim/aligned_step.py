@@ -72,7 +72,7 @@ class AlignedSimulator:
     ``"smoothed"``, its contact settings and time step); ``engine``: ``"mujoco"`` or ``"hard"``; ``engine_dt``
     (s): MuJoCo's time step (a divisor of the policy step); ``threads``: MuJoCo's rollout threads."""
 
-    def __init__(self, sim: Simulator, engine: str = "mujoco", surrogate: str = "simplified",
+    def __init__(self, sim: Simulator, engine: str = "mujoco", surrogate: str = "smoothed",
                  engine_dt: float = 0.0025, threads: int | None = None, contact_height: float = 0.01,
                  max_speed: float = 1.0e3, max_distance: float = 1.0e4):
         model = sim.model

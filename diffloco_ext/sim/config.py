@@ -39,8 +39,8 @@ class SimCfg:
         engine: The forward physics. ``"warp"``: the differentiable simulator above (Schwarke et al.). ``"mujoco"``
             or ``"hard"``: the aligned step of Song et al. (:mod:`.aligned_step`): MuJoCo, or the project's hard
             contact without a tape, forward, and ``surrogate`` backward (CPU only).
-        surrogate: With an aligned engine, the differentiable model the gradient comes from: ``"simplified"``
-            (:mod:`.fixed_contact_surrogate`) or ``"smoothed"`` (this simulator with ``contact``, one policy step).
+        surrogate: With an aligned engine, the differentiable model the gradient comes from: ``"smoothed"`` (this
+            simulator with ``contact``, one policy step) or ``"simplified"`` (:mod:`.fixed_contact_surrogate`).
         engine_dt: MuJoCo's time step (s) under the aligned step; must divide the policy step. The validation's: 0.0025.
         engine_threads: MuJoCo's rollout threads (None: the CPU count, at most 8).
     """
@@ -53,7 +53,7 @@ class SimCfg:
     dtype: str = "float32"
     device: str = "cpu"
     engine: str = "warp"
-    surrogate: str = "simplified"
+    surrogate: str = "smoothed"
     engine_dt: float = 0.0025
     engine_threads: int | None = None
 

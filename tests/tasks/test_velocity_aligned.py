@@ -72,13 +72,13 @@ def test_a_mujoco_divergence_is_reset_and_counted():
 
 def test_the_registered_variant_and_bad_combinations():
     cfg = registry.load_cfg("DiffLoco-Velocity-Flat-AnymalD-Aligned")
-    assert (cfg.sim.engine, cfg.sim.surrogate) == ("mujoco", "simplified")
+    assert (cfg.sim.engine, cfg.sim.surrogate) == ("mujoco", "smoothed")
     assert registry.load_play_cfg("DiffLoco-Velocity-Flat-AnymalD-Aligned").sim.engine == "mujoco"
     recipe = registry.load_cfg("DiffLoco-Velocity-Flat-AnymalD")
     recipe.num_envs, recipe.sim.engine = 2, "mujoco"
     with pytest.raises(ValueError, match="adversarial_fraction=0.25 needs the differentiable simulator"):
         VelocityEnv(recipe)
-    cfg.num_envs, cfg.sim.surrogate = 2, "smoothed"
+    cfg.num_envs = 2
     cfg.sim.contact.mode = "hard"
     with pytest.raises(ValueError, match="smoothed contact"):
         VelocityEnv(cfg)

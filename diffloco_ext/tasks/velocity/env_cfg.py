@@ -420,13 +420,14 @@ class AnymalDFlatEnvCfg_PLAY(AnymalDFlatEnvCfg):
 @dataclass
 class AnymalDFlatAlignedEnvCfg(AnymalDFlatEnvCfg):
     """``DiffLoco-Velocity-Flat-AnymalD-Aligned``: the same task, interface and recipe trained on Song et al.'s
-    aligned step (arXiv 2403.14864): MuJoCo forward (the physics the policy is validated in), the ``simplified``
-    surrogate backward (``env.sim.surrogate=smoothed`` for the project's smoothed simulator instead). The recipe's
-    gradient adversary and soft grounds belong to the differentiable simulator and are off."""
+    aligned step (arXiv 2403.14864): MuJoCo forward (the physics the policy is validated in), the smoothed
+    simulator's gradient backward (``env.sim.surrogate=simplified`` for the frozen-contact model: it gives no gradient
+    to lifting a stance foot and learned the recipe more slowly, docs/aligned.md). The recipe's gradient adversary and
+    soft grounds belong to the differentiable simulator and are off."""
 
     def __post_init__(self):
         super().__post_init__()
-        self.sim.engine, self.sim.surrogate = "mujoco", "simplified"
+        self.sim.engine, self.sim.surrogate = "mujoco", "smoothed"
         after = self.randomization.after_curriculum
         after.adversarial_fraction = after.soft_ground_fraction = 0.0
         self.sim.contact.smooth_soft_grounds = False
@@ -438,7 +439,7 @@ class AnymalDFlatAlignedEnvCfg_PLAY(AnymalDFlatEnvCfg_PLAY):
 
     def __post_init__(self):
         super().__post_init__()
-        self.sim.engine, self.sim.surrogate = "mujoco", "simplified"
+        self.sim.engine, self.sim.surrogate = "mujoco", "smoothed"
         after = self.randomization.after_curriculum
         after.adversarial_fraction = after.soft_ground_fraction = 0.0
 
