@@ -136,13 +136,14 @@ def smooth(x: np.ndarray, k: int) -> np.ndarray:
 
 
 def closed_loop(run_dirs: list[str], task: str, config_path: str, backend: str = "hard",
-                jobs: int = 1) -> list[list[dict]]:
-    """Each checkpoint of each run in ``run_dirs`` (and of the run it resumed, up to the resumed one) measured on the
-    random-command scenario of ``config_path`` in ``backend``, per run ``[{"iteration", "lin_vel_error" (m/s),
-    "ang_vel_error" (rad/s), "fall_rate", ...}]`` by iteration, in ``jobs`` processes."""
+                jobs: int = 1, every: int = 1) -> list[list[dict]]:
+    """Each checkpoint of each run in ``run_dirs`` (and of the run it resumed, up to the resumed one) whose iteration
+    is a multiple of ``every`` measured on the random-command scenario of ``config_path`` in ``backend``, per run
+    ``[{"iteration", "lin_vel_error" (m/s), "ang_vel_error" (rad/s), "fall_rate", ...}]`` by iteration, in ``jobs``
+    processes."""
     from diffloco_ext.validation.checkpoint_selection import measure_checkpoint_groups
 
-    groups = [chain_checkpoints(run_dir) for run_dir in run_dirs]
+    groups = [[c for c in chain_checkpoints(run_dir) if c[0] % every == 0] for run_dir in run_dirs]
     for run_dir, group in zip(run_dirs, groups):
         if not group:
             raise FileNotFoundError(f"{run_dir}: no model_<iteration>.pt checkpoints")
@@ -302,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the closed loop's scenario file (default: config/validation/anymal_d_random100.yaml)")
     parser.add_argument("--closed_loop_backend", default="hard", help="closed loop: the validation backend (hard, "
                         "mujoco, ...)")
+    parser.add_argument("--closed_loop_every", type=int, default=1, help="closed loop: only the checkpoints whose "
+                        "iteration is a multiple of this")
     parser.add_argument("--reach", type=float, nargs="*", default=[], help="closed loop: planar-error thresholds "
                         "(m/s) to report the first checkpoint at or below")
     parser.add_argument("--reach_yaw", type=float, default=None, help="with --reach: also a yaw-rate error at or below "
@@ -311,8 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="closed loop: processes measuring the checkpoints "
                         "(Warp runs on one core: 2 on a 2-core machine)")
     args = parser.parse_args(argv)
-    if args.jobs < 1:
-        parser.error("--jobs must be at least 1")
+    if args.jobs < 1 or args.closed_loop_every < 1:
+        parser.error("--jobs and --closed_loop_every must be at least 1")
     labels = args.labels or [os.path.basename(os.path.normpath(r)) for r in args.runs]
     if len(labels) != len(args.runs):
         parser.error("give one label per run")
@@ -343,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(1)
         curves = {}
         measured = closed_loop(args.runs, args.task, args.closed_loop_config, backend=args.closed_loop_backend,
-                               jobs=args.jobs)
+                               jobs=args.jobs, every=args.closed_loop_every)
         for (label, data), run_dir, rows in zip(runs.items(), args.runs, measured):
             samples, minutes = _at_iterations(data, [logged_step(run_dir, r["iteration"]) for r in rows])
             curves[label] = {"rows": rows, "samples": samples, "minutes": minutes}

@@ -40,6 +40,8 @@ def test_compare_learners_measures_checkpoints_closed_loop(tmp_path):
     # two processes measure each checkpoint as one does (the checkpoints dealt out across the runs)
     assert [r["lin_vel_error"] for r in summary["B"]["curve"]] == [
         r["lin_vel_error"] for r in compare.closed_loop([runs[1]], TASK, str(config), jobs=1)[0]]
+    # --closed_loop_every: only the checkpoints at multiples of it
+    assert [r["iteration"] for r in compare.closed_loop([runs[1]], TASK, str(config), every=2)[0]] == [2]
 
 
 def test_compare_learners_joins_a_resumed_run_to_its_origin(tmp_path):
