@@ -30,6 +30,7 @@ import torch
 import warp as wp
 
 from .body_contacts import body_gaps_torch
+from .config import ENGINES as CONFIG_ENGINES, SURROGATES
 from .contact import ContactParams
 from .fixed_contact_surrogate import FixedContactSurrogate
 from .foot_kinematics import foot_kinematics_torch
@@ -37,8 +38,7 @@ from .mujoco_engine import EngineStep, MujocoEngine
 from .simulator import Simulator
 from .torch_bridge import StepOutput, TorchSimulator
 
-ENGINES = ("mujoco", "hard")
-SURROGATES = ("simplified", "smoothed")
+ENGINES = tuple(e for e in CONFIG_ENGINES if e != "warp")  # the accurate engines
 
 
 class _Aligned(torch.autograd.Function):
