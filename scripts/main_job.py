@@ -8,6 +8,7 @@ a 2-core CPU. Everything goes to logs/shac/anymal_d_flat/<timestamp>_main_job/.
     .venv/bin/python scripts/main_job.py                      # what `make train` runs
     .venv/bin/python scripts/main_job.py --seed 7 env.rewards.foot_slip=-2.0
     .venv/bin/python scripts/main_job.py --from_run logs/shac/anymal_d_flat/<run>   # redo the steps after training
+    .venv/bin/python scripts/main_job.py --task DiffLoco-Velocity-Flat-AnymalD-Pace  # a gait's variant (docs/gaits.md)
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ def parse(argv: list[str] | None) -> MainJobCfg:
     """The job's options from the command line (one-line errors for bad values)."""
     d = MainJobCfg()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    velocity = [t for t in registry.task_ids() if t.startswith("DiffLoco-Velocity-")]
+    parser.add_argument("--task", default=d.task, choices=velocity,
+                        help="the velocity task whose recipe is trained (default: %(default)s; e.g. a gait's variant, "
+                             "DiffLoco-Velocity-Flat-AnymalD-Pace)")
     parser.add_argument("--train_minutes", type=float, default=d.train_minutes,
                         help="wall-clock budget of the training (the whole job, set-up included, fits 20 min)")
     parser.add_argument("--iterations", type=int, default=None,
@@ -74,8 +79,8 @@ def parse(argv: list[str] | None) -> MainJobCfg:
         parser.error(f"--iterations must be 0 or more, got {args.iterations}")
     try:
         overrides = parse_overrides(args.overrides)  # checked now, not after the training
-        apply_overrides(registry.load_cfg(MainJobCfg.task), overrides["env"], "env")
-        apply_overrides(registry.load_agent_cfg(MainJobCfg.task, "shac"), overrides["agent"], "agent")
+        apply_overrides(registry.load_cfg(args.task), overrides["env"], "env")
+        apply_overrides(registry.load_agent_cfg(args.task, "shac"), overrides["agent"], "agent")
         return MainJobCfg(**vars(args))
     except (ValueError, ConfigOverrideError) as err:
         parser.error(str(err))

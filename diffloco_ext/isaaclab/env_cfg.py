@@ -198,8 +198,8 @@ def curriculum_cfg(c: task_cfg.CommandsCfg, r: task_cfg.RewardsCfg, rand: task_c
     return CurriculumCfg()
 
 
-def rewards_cfg(r: task_cfg.RewardsCfg, foot: task_cfg.FootHeightReferenceCfg, foot_radius: float,
-                velocity_limit: float, effort_limit: float):
+def rewards_cfg(r: task_cfg.RewardsCfg, foot: task_cfg.FootHeightReferenceCfg, gait: task_cfg.GaitCfg,
+                foot_radius: float, velocity_limit: float, effort_limit: float):
     cmd = {"command_name": "base_velocity"}
 
     @configclass
@@ -217,7 +217,8 @@ def rewards_cfg(r: task_cfg.RewardsCfg, foot: task_cfg.FootHeightReferenceCfg, f
         foot_height_reference = RewTerm(
             func=diffloco_mdp.foot_height_reference, weight=r.foot_height_reference,
             params={**cmd, "asset_cfg": SceneEntityCfg("robot", body_names=".*_FOOT", preserve_order=True),
-                    "foot_radius": foot_radius, "period": foot.period, "height": foot.height, "std": foot.std,
+                    "foot_radius": foot_radius, "phase_offsets": dict(gait.phase_offsets), "duty": gait.duty,
+                    "period": gait.period, "swing_height": gait.swing_height, "std": foot.std,
                     "standing_threshold": foot.standing_threshold})
         undesired_contact = RewTerm(
             func=mdp.undesired_contacts, weight=r.undesired_contact,
@@ -364,8 +365,8 @@ class DiffLocoVelocityEnvCfg(ManagerBasedRLEnvCfg):
         self.observations = policy_observations(t.observation_noise)
         self.actions = actions_cfg(robot.isaaclab_joint_order or robot.joint_names, t.actions)
         self.commands = commands_cfg(t.commands)
-        self.rewards = rewards_cfg(t.rewards, t.foot_height_reference, radii.pop(), robot.actuator.velocity_limit,
-                                   robot.actuator.effort_limit)
+        self.rewards = rewards_cfg(t.rewards, t.foot_height_reference, t.gait, radii.pop(),
+                                   robot.actuator.velocity_limit, robot.actuator.effort_limit)
         self.terminations = terminations_cfg(t.terminations)
         self.events = events_cfg(t.randomization, t.reset)
         self.curriculum = curriculum_cfg(t.commands, t.rewards, t.randomization)

@@ -1,9 +1,10 @@
 """Isaac Lab manager terms of the velocity task that Isaac Lab does not have (the rest are Isaac Lab's own).
 
 * :class:`foot_height_reference`: Schwarke et al.'s (arXiv 2404.02887) sinusoidal swing-height reference, the project's
-  stand-in for feet-air-time (:class:`diffloco_ext.tasks.velocity.env_cfg.FootHeightReferenceCfg`), with the same
-  definition as :func:`diffloco_ext.tasks.velocity.rewards.foot_height_reference` / ``foot_height_tracking_exp`` (the
-  functions are reused, so both tasks compute the same number from the same foot heights).
+  stand-in for feet-air-time (:class:`diffloco_ext.tasks.velocity.env_cfg.FootHeightReferenceCfg`) for the task's gait
+  (:class:`diffloco_ext.tasks.velocity.gaits.GaitCfg`), with the same definition as
+  :func:`diffloco_ext.tasks.velocity.gaits.swing_height` / ``rewards.foot_height_tracking_exp`` (the functions are
+  reused, so both tasks compute the same number from the same foot heights).
 * :func:`foot_slip`, :func:`excess_joint_vel`: the gait terms of the same names (``foot_slip``,
   ``excess_joint_vel_l2``) on the feet's link velocities and the joint velocities.
 * :func:`torque_saturation`: ``torque_saturation_l2``'s measure on Isaac Lab's actuator efforts (the part of the
@@ -15,11 +16,9 @@ from __future__ import annotations
 import torch
 from isaaclab.managers import ManagerTermBase, RewardTermCfg, SceneEntityCfg
 
-from diffloco_ext.tasks.velocity.env import TROT_PHASE
-from diffloco_ext.tasks.velocity.env_cfg import FootHeightReferenceCfg
+from diffloco_ext.tasks.velocity.gaits import GaitCfg, swing_height as reference_heights
 from diffloco_ext.tasks.velocity.rewards import (
     excess_joint_vel_l2,
-    foot_height_reference as reference_heights,
     foot_height_tracking_exp,
     foot_slip as foot_slip_speed,
 )
@@ -27,11 +26,12 @@ from diffloco_ext.tasks.velocity.rewards import (
 
 class foot_height_reference(ManagerTermBase):
     """``exp(-sum_f (h_f - h_ref_f)^2 / std^2)`` [N]: ``h_f`` the height of foot ``f``'s sphere bottom above the
-    env's ground (m: the foot body's origin is the sphere centre, see :mod:`.usd_export`), ``h_ref`` the trot
+    env's ground (m: the foot body's origin is the sphere centre, see :mod:`.usd_export`), ``h_ref`` the gait's
     reference at the episode time ``episode_length_buf * step_dt`` (s), zero for envs commanded to stand.
 
-    Params: ``asset_cfg`` (the robot, ``body_names`` the feet), ``command_name``, ``foot_radius`` (m), and the
-    fields of :class:`FootHeightReferenceCfg` (``period`` s, ``height`` m, ``std`` m, ``standing_threshold``).
+    Params: ``asset_cfg`` (the robot, ``body_names`` the feet), ``command_name``, ``foot_radius`` (m), the fields
+    of :class:`GaitCfg` (``phase_offsets`` by leg, ``duty``, ``period`` s, ``swing_height`` m) and of
+    ``FootHeightReferenceCfg`` (``std`` m, ``standing_threshold``).
     """
 
     def __init__(self, cfg: RewardTermCfg, env) -> None:
@@ -40,20 +40,23 @@ class foot_height_reference(ManagerTermBase):
         asset = env.scene[asset_cfg.name]
         names = [asset.body_names[i] for i in asset_cfg.body_ids] if not isinstance(asset_cfg.body_ids, slice) \
             else list(asset.body_names)
-        self.phase = torch.tensor([TROT_PHASE.get(n[:2], 0.0) for n in names], device=env.device)
+        p = cfg.params
+        self.gait = GaitCfg(phase_offsets=dict(p["phase_offsets"]), duty=p["duty"], period=p["period"],
+                            swing_height=p["swing_height"])
+        self.phase = torch.tensor(self.gait.offsets_of(names), device=env.device)
 
-    def __call__(self, env, asset_cfg: SceneEntityCfg, command_name: str, foot_radius: float, period: float,
-                 height: float, std: float, standing_threshold: float) -> torch.Tensor:
-        reference = FootHeightReferenceCfg(period=period, height=height, std=std, standing_threshold=standing_threshold)
+    def __call__(self, env, asset_cfg: SceneEntityCfg, command_name: str, foot_radius: float, phase_offsets: dict,
+                 duty: float, period: float, swing_height: float, std: float,
+                 standing_threshold: float) -> torch.Tensor:
         asset = env.scene[asset_cfg.name]
         foot_z = asset.data.body_link_pos_w.torch[:, asset_cfg.body_ids, 2]
         ground_z = env.scene.env_origins[:, 2:3]
         foot_height = foot_z - foot_radius - ground_z
         command = env.command_manager.get_command(command_name)
-        moving = torch.linalg.norm(command, dim=1) > reference.standing_threshold
+        moving = torch.linalg.norm(command, dim=1) > standing_threshold
         time = env.episode_length_buf.to(foot_height.dtype) * env.step_dt
-        h_ref = reference_heights(time, self.phase.to(foot_height.dtype), reference, moving)
-        return foot_height_tracking_exp(foot_height, h_ref, reference.std)
+        h_ref = reference_heights(time, self.phase.to(foot_height.dtype), self.gait, moving)
+        return foot_height_tracking_exp(foot_height, h_ref, std)
 
 
 def _feet_height_and_velocity(env, asset_cfg: SceneEntityCfg, foot_radius: float) -> tuple[torch.Tensor, torch.Tensor]:

@@ -7,6 +7,8 @@ light and must not fail.
 | id | env | robot |
 | --- | --- | --- |
 | ``DiffLoco-Velocity-Flat-AnymalD`` | velocity tracking, Isaac Lab's flat ANYmal-D interface | ANYmal D |
+| ``DiffLoco-Velocity-Flat-AnymalD-Aligned`` | the same, on Song et al.'s aligned step (MuJoCo forward) | ANYmal D |
+| ``DiffLoco-Velocity-Flat-AnymalD-{Pace,Bound,Gallop}`` | the same, with that gait's foot-height reference | ANYmal D |
 | ``DiffLoco-Velocity-Flat-AnymalC`` | velocity tracking (Schwarke et al., arXiv 2404.02887, A.3) | ANYmal C |
 | ``DiffLoco-Quadruped-Forward`` | forward walking at 1 m/s (Schwarke et al., A.2) | Warp quadruped |
 
@@ -36,6 +38,27 @@ TASKS = {
         play_env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlatAlignedEnvCfg_PLAY",
         rsl_rl_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatAlignedPPORunnerCfg",
         shac_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatAlignedSHACRunnerCfg",
+    ),
+    "DiffLoco-Velocity-Flat-AnymalD-Pace": dict(
+        entry_point=f"{_VELOCITY}.env:VelocityEnv",
+        env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlatPaceEnvCfg",
+        play_env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlatPaceEnvCfg_PLAY",
+        rsl_rl_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatPacePPORunnerCfg",
+        shac_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatPaceSHACRunnerCfg",
+    ),
+    "DiffLoco-Velocity-Flat-AnymalD-Bound": dict(
+        entry_point=f"{_VELOCITY}.env:VelocityEnv",
+        env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlatBoundEnvCfg",
+        play_env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlatBoundEnvCfg_PLAY",
+        rsl_rl_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatBoundPPORunnerCfg",
+        shac_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatBoundSHACRunnerCfg",
+    ),
+    "DiffLoco-Velocity-Flat-AnymalD-Gallop": dict(
+        entry_point=f"{_VELOCITY}.env:VelocityEnv",
+        env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlatGallopEnvCfg",
+        play_env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlatGallopEnvCfg_PLAY",
+        rsl_rl_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatGallopPPORunnerCfg",
+        shac_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatGallopSHACRunnerCfg",
     ),
     "DiffLoco-Velocity-Flat-AnymalC": dict(
         entry_point=f"{_VELOCITY}.env:VelocityEnv",

@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from ..tasks.velocity import rewards as velocity_rewards  # noqa: E402
+from ..tasks.velocity.gaits import swing_height  # noqa: E402
 
 STANCE_HEIGHT = 0.01  # m: a foot sphere's bottom this close to the ground counts as stance in the gait plot
 
@@ -61,8 +61,7 @@ def gait_plot(env, policy, out: str, seconds: float = 3.0) -> np.ndarray:
             joints.append(env.q[0, 7:][env.to_isaaclab].numpy())
             heights.append((step.foot_pos[0, :, 2] - env.foot_radius - env.ground_height[0]).numpy())
             time_s = env.episode_length_buf[:1].to(env.dtype) * env.step_dt
-            refs.append(velocity_rewards.foot_height_reference(time_s, env.foot_phase, env.cfg.foot_height_reference,
-                                                torch.tensor([True]))[0].numpy())
+            refs.append(swing_height(time_s, env.foot_phase, env.cfg.gait, torch.tensor([True]))[0].numpy())
             contacts.append(heights[-1] < STANCE_HEIGHT)
             qs.append(env.q[0].double().numpy())
     t = np.arange(1, steps + 1) * env.step_dt

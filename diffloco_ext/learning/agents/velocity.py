@@ -98,3 +98,33 @@ class AnymalDFlatAlignedPPORunnerCfg(AnymalDFlatPPORunnerCfg):
     """rsl_rl's PPO with Isaac Lab's settings on the same MuJoCo env (no gradients): paper B's baseline."""
 
     experiment_name: str = "anymal_d_flat_aligned"
+
+
+@dataclass
+class AnymalDFlatPaceSHACRunnerCfg(AnymalDFlatSHACRunnerCfg):
+    experiment_name: str = "anymal_d_flat_pace"
+
+
+@dataclass
+class AnymalDFlatPacePPORunnerCfg(AnymalDFlatPPORunnerCfg):
+    experiment_name: str = "anymal_d_flat_pace"
+
+
+@dataclass
+class AnymalDFlatBoundSHACRunnerCfg(AnymalDFlatSHACRunnerCfg):
+    experiment_name: str = "anymal_d_flat_bound"
+
+
+@dataclass
+class AnymalDFlatBoundPPORunnerCfg(AnymalDFlatPPORunnerCfg):
+    experiment_name: str = "anymal_d_flat_bound"
+
+
+@dataclass
+class AnymalDFlatGallopSHACRunnerCfg(AnymalDFlatSHACRunnerCfg):
+    experiment_name: str = "anymal_d_flat_gallop"
+
+
+@dataclass
+class AnymalDFlatGallopPPORunnerCfg(AnymalDFlatPPORunnerCfg):
+    experiment_name: str = "anymal_d_flat_gallop"

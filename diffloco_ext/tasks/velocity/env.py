@@ -24,16 +24,13 @@ from ..schedule import checked_fraction_ramp, checked_ramp, ramp_fraction
 from . import rewards as R
 from .commands import VelocityCommand
 from .env_cfg import VelocityEnvCfg
+from .gaits import swing_height
 from .observations import POLICY_TERMS, policy_observation
 
 #: The reward terms, by the name of their weight in :class:`~.env_cfg.RewardsCfg` (and of their log entry).
 REWARD_TERMS = ("track_lin_vel_xy", "track_ang_vel_z", "lin_vel_z", "ang_vel_xy", "flat_orientation", "joint_torques",
                 "joint_acc", "action_rate", "foot_height_reference", "undesired_contact", "joint_pos_limits",
                 "base_height", "alive", "foot_slip", "excess_joint_vel", "torque_saturation")
-
-#: Foot phase offsets of the trot reference by leg (diagonal pairs LF+RH and RF+LH).
-TROT_PHASE = {"LF": 0.0, "RH": 0.0, "RF": math.pi, "LH": math.pi}
-
 
 class VelocityEnv(LocomotionEnv):
     """Velocity tracking for a quadruped in the differentiable simulator (see the module docstring)."""
@@ -54,8 +51,9 @@ class VelocityEnv(LocomotionEnv):
         self._pending_adversary_grads: dict[str, torch.Tensor] | None = None
         self.foot_height = torch.zeros(N, self.model.num_feet, dtype=dt, device=dev)
         self.soft_lower, self.soft_upper = self.soft_joint_limits(self.cfg.rewards.soft_joint_pos_limit_factor)
-        self.foot_phase = torch.tensor([TROT_PHASE.get(name[:2], 0.0) for name in self.foot_names], dtype=dt,
-                                       device=dev)
+        self.cfg.gait.check("env.gait")
+        self.foot_phase = torch.tensor(self.cfg.gait.offsets_of(self.foot_names), dtype=dt, device=dev)
+        """The gait's phase offset of each foot (cycle fractions, :class:`~.gaits.GaitCfg`)."""
         names = list(self.model.collision.body_names) if self.model.collision is not None else []
         self.collision_body_names = names
         self._base_bodies = [i for i, n in enumerate(names) if n == "base"]
@@ -162,7 +160,7 @@ class VelocityEnv(LocomotionEnv):
         self.foot_height = (out.foot_pos[..., 2] - self.foot_radius - self.ground_height[:, None])
         moving = torch.linalg.norm(cmd, dim=1) > self.cfg.foot_height_reference.standing_threshold
         time = self.episode_length_buf.to(self.dtype) * self.step_dt
-        reference = R.foot_height_reference(time, self.foot_phase, self.cfg.foot_height_reference, moving)
+        reference = swing_height(time, self.foot_phase, self.cfg.gait, moving)
         torque = getattr(out, "joint_torque", None)
         zero = torch.zeros_like(lin_vel_b[:, 0])
         gaps = self._body_gaps(out)

@@ -27,6 +27,8 @@ from diffloco_ext.sim.config import SimCfg
 from diffloco_ext.sim.contact import ContactParams
 from diffloco_ext.tasks.schedule import interpolated_range
 
+from .gaits import GaitCfg, named_gait
+
 
 @dataclass
 class CommandsCfg:
@@ -111,15 +113,15 @@ class ActionsCfg:
 
 @dataclass
 class FootHeightReferenceCfg:
-    """Schwarke et al.'s sinusoidal foot-height reference (in place of the non-differentiable feet-air-time reward).
+    """Schwarke et al.'s foot-height reference (in place of the non-differentiable feet-air-time reward).
 
-    Foot ``f`` should be at height ``h_ref = height * max(0, sin(2 pi t / period + phase_f))`` above the ground
-    (the bottom of its sphere, m), ``phase`` 0 for LF and RH, pi for RF and LH (trot pairs shifted by pi). Envs
-    commanded to stand get ``h_ref = 0``. Reward ``exp(-sum_f (h_f - h_ref_f)^2 / std^2)``.
+    Foot ``f`` should be at the height ``h_ref_f(t)`` of the env's gait (:class:`~.gaits.GaitCfg`, ``env.gait``:
+    a swing of ``swing_height`` for the fraction ``1 - duty`` of each ``period``, starting at the foot's phase
+    offset; the trot's ``h_ref = 0.08 m * max(0, sin(2 pi t / 0.6 s + phase_f))`` by default) above the ground (the
+    bottom of its sphere, m). Envs commanded to stand get ``h_ref = 0``. Reward ``exp(-sum_f (h_f - h_ref_f)^2 /
+    std^2)``.
     """
 
-    period: float = 0.6  # s, one gait cycle
-    height: float = 0.08  # m, apex of the swing
     std: float = 0.15  # m (0.05 made the kernel flat where feet stay down: no gradient towards stepping)
     standing_threshold: float = 0.1  # |command| (m/s, rad/s) below which the reference stays at 0
 
@@ -324,6 +326,9 @@ class VelocityEnvCfg:
     observation_noise: ObservationNoiseCfg = field(default_factory=ObservationNoiseCfg)
     actions: ActionsCfg = field(default_factory=ActionsCfg)
     foot_height_reference: FootHeightReferenceCfg = field(default_factory=FootHeightReferenceCfg)
+    gait: GaitCfg = field(default_factory=lambda: named_gait("trot"))
+    """The foot-height reference's gait (:mod:`.gaits`): ``env.gait=pace`` takes a named gait, ``env.gait.duty=0.6``
+    or ``env.gait.phase_offsets.RF=0.4`` change one value."""
     rewards: RewardsCfg = field(default_factory=RewardsCfg)
     randomization: RandomizationCfg = field(default_factory=RandomizationCfg)
     reset: ResetCfg = field(default_factory=ResetCfg)
@@ -341,6 +346,11 @@ class VelocityEnvCfg:
     divergence (1e10-1e13 seen in 32-step horizons without a clip; in a trained rollout the rows' p99 is ~50x and
     the maximum ~1000x the median): bounded per env, they cannot set the batch gradient's direction. Forward values
     are untouched."""
+
+    def __setattr__(self, name: str, value) -> None:
+        if name == "gait" and isinstance(value, str):  # a named gait (``env.gait=pace``)
+            value = named_gait(value)
+        object.__setattr__(self, name, value)
 
     @property
     def policy_dt(self) -> float:
@@ -458,3 +468,40 @@ class AnymalCFlatEnvCfg_PLAY(AnymalDFlatEnvCfg_PLAY):
 
     robot: str = "anymal_c"
     reset: ResetCfg = field(default_factory=lambda: ResetCfg(height=0.6))
+
+
+# ---- gaits (issue: one policy per gait, the same interface and recipe; docs/tasks.md, "Gaits") ----------------------
+@dataclass
+class AnymalDFlatPaceEnvCfg(AnymalDFlatEnvCfg):
+    """``DiffLoco-Velocity-Flat-AnymalD-Pace``: the recipe with the pace's foot-height reference (lateral pairs)."""
+
+    gait: GaitCfg = field(default_factory=lambda: named_gait("pace"))
+
+
+@dataclass
+class AnymalDFlatPaceEnvCfg_PLAY(AnymalDFlatEnvCfg_PLAY):
+    gait: GaitCfg = field(default_factory=lambda: named_gait("pace"))
+
+
+@dataclass
+class AnymalDFlatBoundEnvCfg(AnymalDFlatEnvCfg):
+    """``DiffLoco-Velocity-Flat-AnymalD-Bound``: the recipe with the bound's reference (front pair, hind pair)."""
+
+    gait: GaitCfg = field(default_factory=lambda: named_gait("bound"))
+
+
+@dataclass
+class AnymalDFlatBoundEnvCfg_PLAY(AnymalDFlatEnvCfg_PLAY):
+    gait: GaitCfg = field(default_factory=lambda: named_gait("bound"))
+
+
+@dataclass
+class AnymalDFlatGallopEnvCfg(AnymalDFlatEnvCfg):
+    """``DiffLoco-Velocity-Flat-AnymalD-Gallop``: the recipe with the transverse gallop's reference."""
+
+    gait: GaitCfg = field(default_factory=lambda: named_gait("gallop"))
+
+
+@dataclass
+class AnymalDFlatGallopEnvCfg_PLAY(AnymalDFlatEnvCfg_PLAY):
+    gait: GaitCfg = field(default_factory=lambda: named_gait("gallop"))

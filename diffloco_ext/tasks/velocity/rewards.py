@@ -11,8 +11,6 @@ import torch
 
 from diffloco_ext.assets.robot_description import ActuatorParams
 
-from .env_cfg import FootHeightReferenceCfg
-
 
 def track_lin_vel_xy_exp(command: torch.Tensor, lin_vel_b: torch.Tensor, std: float) -> torch.Tensor:
     """``exp(-|(vx, vy)* - (vx, vy)|^2 / std^2)``: base-frame planar velocity of the centre of mass (m/s)."""
@@ -91,14 +89,6 @@ def penetration(gaps: torch.Tensor, scale: float = 100.0) -> torch.Tensor:
 def joint_pos_limits(joint_pos: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor) -> torch.Tensor:
     """Sum of the joint angles' distances outside ``[lower, upper]`` (rad), as Isaac Lab's ``joint_pos_limits``."""
     return torch.sum(torch.relu(joint_pos - upper) + torch.relu(lower - joint_pos), dim=1)
-
-
-def foot_height_reference(time: torch.Tensor, phase: torch.Tensor, cfg: FootHeightReferenceCfg,
-                          moving: torch.Tensor) -> torch.Tensor:
-    """Schwarke et al.'s (arXiv 2404.02887) sinusoidal swing-height reference [N, F] (m) at ``time`` [N] (s since the
-    episode start) for feet with phase offsets ``phase`` [F] (rad); zero for envs that are not ``moving`` [N] bool."""
-    arg = 2.0 * torch.pi * time[:, None] / cfg.period + phase[None, :]
-    return cfg.height * torch.clamp(torch.sin(arg), min=0.0) * moving[:, None]
 
 
 def foot_height_tracking_exp(foot_height: torch.Tensor, reference: torch.Tensor, std: float) -> torch.Tensor:

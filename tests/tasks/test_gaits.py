@@ -1,0 +1,99 @@
+"""The named gaits' phase tables, the reference's shape per gait at hand-made times, and the gait config's
+overrides and bad values."""
+
+import math
+
+import pytest
+import torch
+
+from diffloco_ext.tasks.cfg_override import ConfigOverrideError, apply_overrides
+from diffloco_ext.tasks.velocity.env_cfg import AnymalDFlatEnvCfg, AnymalDFlatPaceEnvCfg, VelocityEnvCfg
+from diffloco_ext.tasks.velocity.gaits import GAITS, LEGS, GaitCfg, named_gait, swing_height
+
+#: Which feet swing together in each named gait (the pairs whose offsets are equal).
+TOGETHER = {"trot": [{"LF", "RH"}, {"RF", "LH"}], "pace": [{"LF", "LH"}, {"RF", "RH"}],
+            "bound": [{"LF", "RF"}, {"LH", "RH"}], "pronk": [set(LEGS)]}
+
+
+@pytest.mark.parametrize("name", sorted(TOGETHER))
+def test_symmetric_gaits_pair_their_feet(name):
+    offsets = GAITS[name]
+    for group in TOGETHER[name]:
+        assert len({offsets[leg] for leg in group}) == 1
+    groups = {offsets[leg] for leg in LEGS}
+    assert groups == ({0.0} if name == "pronk" else {0.0, 0.5})
+
+
+def test_transverse_gallop_splits_the_bound_with_the_same_lead():
+    o = GAITS["gallop"]
+    assert o["LF"] == 0.0 and 0.0 < o["RF"] < 0.5  # front pair split, left foot first
+    assert o["LH"] == 0.5 and o["RH"] - o["LH"] == pytest.approx(o["RF"] - o["LF"])  # hind pair: same lead and lag
+
+
+def test_trot_reference_is_schwarke_et_als_sine():
+    """The default gait (trot, duty 0.5) is the paper's ``0.08 * max(0, sin(2 pi t / 0.6 + phase))`` with phase 0
+    for LF and RH, pi for RF and LH."""
+    gait = VelocityEnvCfg().gait
+    t = torch.linspace(0.0, 2.0, 401, dtype=torch.float64)
+    offsets = torch.tensor(gait.offsets_of(["LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"]), dtype=torch.float64)
+    ref = swing_height(t, offsets, gait, torch.ones(401, dtype=torch.bool))
+    phase = torch.tensor([0.0, math.pi, math.pi, 0.0], dtype=torch.float64)
+    paper = 0.08 * torch.clamp(torch.sin(2 * math.pi * t[:, None] / 0.6 + phase), min=0.0)
+    torch.testing.assert_close(ref, paper, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("name", sorted(GAITS))
+def test_reference_shape_at_hand_made_times(name):
+    """Each foot is at the apex a quarter cycle after its own offset (duty 0.5), on the ground over its stance half,
+    and the reference is zero for a standing env."""
+    gait = named_gait(name)
+    offsets = torch.tensor([gait.phase_offsets[leg] for leg in LEGS], dtype=torch.float64)
+    for f, leg in enumerate(LEGS):
+        apex = torch.tensor([(gait.phase_offsets[leg] + 0.25) * gait.period + 3 * gait.period], dtype=torch.float64)
+        ref = swing_height(apex, offsets, gait, torch.tensor([True]))[0]
+        assert ref[f].item() == pytest.approx(0.08, abs=1e-12)
+        stance = apex + 0.5 * gait.period  # three quarters: the middle of its stance
+        assert swing_height(stance, offsets, gait, torch.tensor([True]))[0, f].item() == 0.0
+        assert swing_height(apex, offsets, gait, torch.tensor([False]))[0, f].item() == 0.0
+
+
+def test_duty_factor_sets_the_swing_share():
+    """With duty 0.75 a foot is up for a quarter of the cycle: apex at 1/8 of it, down from 1/4 on."""
+    gait = GaitCfg(phase_offsets=dict(GAITS["pronk"]), duty=0.75, period=0.8, swing_height=0.1)
+    t = torch.tensor([0.1, 0.2 - 1e-9, 0.2 + 1e-9, 0.5, 0.79], dtype=torch.float64)
+    ref = swing_height(t, torch.zeros(1, dtype=torch.float64), gait, torch.ones(5, dtype=torch.bool))[:, 0]
+    assert ref[0].item() == pytest.approx(0.1)
+    assert 0.0 < ref[1].item() < 1e-6 and ref[2].item() == 0.0 and ref[3].item() == 0.0 and ref[4].item() == 0.0
+    # the share of time in swing over many cycles
+    t = torch.linspace(0, 80, 200001, dtype=torch.float64)
+    ref = swing_height(t, torch.zeros(1, dtype=torch.float64), gait, torch.ones(len(t), dtype=torch.bool))
+    assert (ref > 0).double().mean().item() == pytest.approx(0.25, abs=2e-3)
+
+
+def test_gait_overrides_and_variants():
+    cfg = AnymalDFlatEnvCfg()
+    assert cfg.gait.phase_offsets == GAITS["trot"]
+    apply_overrides(cfg, {"gait": "bound"}, "env")
+    assert cfg.gait.phase_offsets == GAITS["bound"] and cfg.gait.duty == 0.5
+    apply_overrides(cfg, {"gait.duty": "0.6", "gait.phase_offsets.RF": "0.25", "gait.period": "0.5"}, "env")
+    assert cfg.gait.duty == 0.6 and cfg.gait.phase_offsets["RF"] == 0.25 and cfg.gait.period == 0.5
+    assert GAITS["bound"]["RF"] == 0.0  # the table is not changed through a config
+    assert AnymalDFlatPaceEnvCfg().gait.phase_offsets == GAITS["pace"]
+    assert AnymalDFlatEnvCfg().gait.phase_offsets == GAITS["trot"]
+
+
+def test_bad_gaits_are_clear_errors():
+    with pytest.raises(ValueError, match="unknown gait 'canter'"):
+        apply_overrides(AnymalDFlatEnvCfg(), {"gait": "canter"}, "env")
+    with pytest.raises(ConfigOverrideError, match="env.gait.duty"):
+        apply_overrides(AnymalDFlatEnvCfg(), {"gait.duty": "often"}, "env")
+    for bad, match in (({"duty": 1.0}, "duty must be in"), ({"period": 0.0}, "period must be"),
+                       ({"swing_height": -0.1}, "swing_height"),
+                       ({"phase_offsets": {"LF": 0.0, "RF": 1.2, "LH": 0.5, "RH": 0.0}}, "phase_offsets.RF"),
+                       ({"phase_offsets": {"LF": 0.0, "RF": 0.5}}, "each of")):
+        with pytest.raises(ValueError, match=match):
+            GaitCfg(**bad)
+    cfg = named_gait("trot")
+    cfg.phase_offsets["XX"] = 0.5  # an override can add a key: the env's check names it
+    with pytest.raises(ValueError, match="env.gait.phase_offsets"):
+        cfg.check("env.gait")
