@@ -33,6 +33,7 @@ from ..tasks.robot_state import BaseState, yaw_quat
 from ..tasks.velocity.commands import VelocityCommand
 from ..tasks.velocity.observations import POLICY_TERMS, policy_observation
 from .backends import EnvParameters
+from .gait_analysis import LEGS, measure_gait
 from .gates import MetricSums
 from .robot_kinematics import RobotKinematics
 from .scenarios import Scenario, Settings
@@ -207,6 +208,10 @@ def run_batch(backend, policy, task: TaskInterface, kinematics: RobotKinematics,
     records = {e: {k: [] for k in TRACE_KEYS} for e in traced}
     observations, recorded = [], 0
     previous_stance = np.zeros((N, len(robot.feet)), dtype=bool)
+    # the gait's samples: stance per step (feet in the gait measure's LF, RF, LH, RH order) and its window
+    legs = [next(i for i, f in enumerate(robot.feet) if f.name[:2] == leg) for leg in LEGS] \
+        if sorted(f.name[:2] for f in robot.feet) == sorted(LEGS) else None
+    stance_log, window_log = [], []
     base_com = task.base_com.expand(N, 3)
     command = torch.zeros(N, 3, dtype=torch.float64)
     for t in range(steps):
@@ -255,6 +260,9 @@ def run_batch(backend, policy, task: TaskInterface, kinematics: RobotKinematics,
         # (a foot passing through the band while landing or lifting off is in swing, not sliding in stance)
         planted = stance & previous_stance
         previous_stance = stance
+        if legs is not None:
+            stance_log.append(stance[:, legs])
+            window_log.append(gated & (torch.linalg.norm(command[:, :2], dim=1) > settings.gait_min_speed).numpy())
         tilt = roll_pitch(finite_q[:, 3:7])
         sums.add(gated,
                  lin_err=torch.linalg.norm(command[:, :2] - base.lin_vel_b[:, :2], dim=1).numpy(),
@@ -305,5 +313,10 @@ def run_batch(backend, policy, task: TaskInterface, kinematics: RobotKinematics,
             finished = int(((duration[:B] <= end + 1e-9) | ~alive[:B]).sum())
             on_step(t + 1, steps, finished)
     episodes = [(spec, {k: v[0] for k, v in sums.rows(np.array([e])).items()}) for e, spec in enumerate(batch)]
+    if legs is not None:  # the gait of each episode over its window (None: too little of it)
+        stance_all, window_all = np.stack(stance_log), np.stack(window_log)
+        for e, (_, row) in enumerate(episodes):
+            enough = window_all[:, e].sum() * dt >= settings.gait_min_seconds - 1e-9
+            row["gait"] = measure_gait(stance_all[:, e], dt, window_all[:, e]) if enough else None
     traces = {name: {k: np.asarray(v) for k, v in records[e].items()} for e, name in traced.items()}
     return BatchResult(episodes=episodes, traces=traces, observations=observations, steps=steps)

@@ -22,6 +22,9 @@ foot_slip           m/s     mean horizontal speed of the stance feet's contact p
                             slip)
 base_tilt           rad     largest ``|roll|`` or ``|pitch|`` of the base
 action_rate         1       mean over samples of the RMS over joints of ``a_t - a_(t-1)`` (action units)
+gait_mismatch       1       fraction of the episodes whose gait (:mod:`.gait_analysis`, over their steps commanded
+                            faster than ``settings.gait_min_speed``) is not the task's gait (``env.gait``);
+                            checked where episodes were measured, for a task whose gait has a class
 export_mismatch     1       largest ``|a_exported - a_torch|`` on the recorded observations (not per scenario)
 =================== ======= ==================================================================================
 """
@@ -44,6 +47,7 @@ GATES: dict[str, tuple[str, str]] = {
     "foot_slip": ("m/s", "mean horizontal speed of the stance feet's contact points"),
     "base_tilt": ("rad", "largest |roll| or |pitch|"),
     "action_rate": ("", "mean RMS action change per policy step"),
+    "gait_mismatch": ("", "fraction of moving episodes not walking the task's gait"),
     "export_mismatch": ("", "largest |exported - torch| action on the recorded observations"),
 }
 SCENARIO_GATES = tuple(g for g in GATES if g != "export_mismatch")
@@ -59,6 +63,7 @@ ON_HARDWARE: dict[str, str] = {
     "foot_slip": "stance feet slide: lost traction, worse on low friction, wear of the feet",
     "base_tilt": "the base rolls or pitches far: close to a fall, sensors and payload disturbed",
     "action_rate": "the joint targets change fast: drive heating, wear and vibration on the robot",
+    "gait_mismatch": "the robot does not walk the gait it was trained for: its loads and timing differ from the design",
     "export_mismatch": "the exported file does not compute the trained policy: re-export",
 }
 
@@ -134,6 +139,7 @@ def scenario_metrics(episodes: list[dict], effort_limit: float) -> dict[str, flo
         "foot_slip": ratio(total("slip"), total("stance")),
         "base_tilt": peak["tilt"],
         "action_rate": ratio(total("action_rate"), samples),
+        "gait_mismatch": nan,  # the gait's measure (:mod:`.gait_analysis`): set by the validation run
     }
 
 

@@ -344,6 +344,13 @@ def print_summary(log_dir: str, summary: dict, selection: dict, results: dict, t
             print(f"    {name:22s} v_xy err {r['lin_vel_xy_error']:.3f} m/s (<= {r['target_lin_vel_xy_error']}), "
                   f"w_z err {r['ang_vel_z_error']:.3f} rad/s (<= {r['target_ang_vel_z_error']}), falls "
                   f"{r['falls']}/{r['episodes']} (none): {'met' if r['met'] else 'NOT MET'}")
+            gait = r.get("gait")
+            if gait and gait["windows"]:
+                classes = ", ".join(f"{c} {v:.0%}" for c, v in sorted(gait["share"].items(), key=lambda kv: -kv[1])
+                                    if v > 0)
+                print(f"    {'':22s} gait of {gait['windows']} moving episodes: {classes}; stride "
+                      f"{gait['stride_frequency']:.2f} Hz" + (f" (the task's {gait['expected']})"
+                                                             if gait.get("expected") else ""))
     print(f"  validation: {validation.verdict}, {len(validation.failing)} failing gate(s)")
     for gate in validation.failing[:20]:
         print(f"    FAIL {gate.describe()}")

@@ -7,6 +7,8 @@
 * ``torques.png``: applied drive torque against joint speed with the DC-motor envelope (all traced episodes),
   and over time for the figure scenario with the effort limit;
 * ``foot_contacts.png``: the figure scenario's stance pattern per backend;
+* ``gait.png``: the gait (:mod:`.gait_analysis`) of every measured episode per backend: each foot's phase offset
+  after LF on the circle (the task's gait's offsets marked) and the share of each gait class;
 * the sim-to-sim gaps (``summary.md`` tables, ``summary.json["gaps"]``): the figure episode's trajectories
   (base height, yaw, joints, planar velocity, RMS over the time both robots stand) between every pair of
   backends and the training simulator, and the gate measurements of every scenario side by side;
@@ -173,6 +175,44 @@ def contact_figure(traces: dict[str, dict], foot_names: list[str], title: str, p
     return _save(fig, path)
 
 
+def gait_figure(result, expected_offsets: dict | None, title: str, path: str) -> str | None:
+    """Per backend: every measured episode's phase offsets of RF, LH, RH after LF on the unit circle (the task's
+    gait's offsets as crosses) and the share of each gait class over all scenarios; None if nothing was measured."""
+    from .gait_analysis import CLASSES, LEGS
+
+    runs = {n: r for n, r in result.runs.items() if any(r.gait_episodes.values())}
+    if not runs:
+        return None
+    plt = _plt()
+    fig = plt.figure(figsize=(5.0 * len(runs), 8.5))
+    for col, (name, run) in enumerate(runs.items()):
+        episodes = [e for eps in run.gait_episodes.values() for e in eps]
+        ax = fig.add_subplot(2, len(runs), col + 1, projection="polar")
+        for f, leg in enumerate(LEGS[1:], start=1):
+            phases = np.array([e["phase_offsets"][f] for e in episodes if e["phase_offsets"][f] is not None])
+            radius = 0.55 + 0.15 * f
+            ax.scatter(2 * np.pi * phases, np.full(len(phases), radius), s=12, alpha=0.5, color=f"C{f}", label=leg)
+            if expected_offsets is not None:
+                ax.scatter([2 * np.pi * (expected_offsets[leg] - expected_offsets["LF"])], [radius], marker="x",
+                           s=90, color="k")
+        ax.scatter([0.0], [0.55], s=30, color="C0", label="LF (reference)")
+        ax.set_ylim(0, 1.1)
+        ax.set_yticks([])
+        ax.set_xticks(np.linspace(0, 2 * np.pi, 4, endpoint=False), ["0", "0.25", "0.5", "0.75"])
+        ax.set_title(f"{name}: phase offsets after LF (cycles)\nx: the task's gait", fontsize=9)
+        ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(-0.15, -0.15))
+        ax = fig.add_subplot(2, len(runs), len(runs) + col + 1)
+        counts = [sum(e["gait"] == c for e in episodes) for c in CLASSES]
+        ax.bar(range(len(CLASSES)), np.array(counts) / max(1, len(episodes)))
+        ax.set_xticks(range(len(CLASSES)), CLASSES, rotation=45, fontsize=8)
+        ax.set_ylabel("share of measured episodes")
+        ax.set_ylim(0, 1)
+        ax.set_title(f"{name}: {len(episodes)} episodes", fontsize=9)
+        ax.grid(alpha=0.3, axis="y")
+    fig.suptitle(title)
+    return _save(fig, path)
+
+
 def _fmt(value: float) -> str:
     return "n/a" if value is None or not np.isfinite(value) else f"{value:.3g}"
 
@@ -203,6 +243,13 @@ def write_report(result, task, config, out_dir: str, video: bool = False, printe
                                     " cm of the ground)", os.path.join(out_dir, "foot_contacts.png")))
     if result.runs:
         plots.append(torque_figure(result, robot.actuator, figure, os.path.join(out_dir, "torques.png")))
+        gait = getattr(task.env_cfg, "gait", None)
+        path = gait_figure(result, None if gait is None else gait.phase_offsets,
+                           f"gait over the steps commanded faster than {config.settings.gait_min_speed:g} m/s "
+                           f"(stance: foot within {config.settings.stance_height * 100:.1f} cm of the ground)",
+                           os.path.join(out_dir, "gait.png"))
+        if path is not None:
+            plots.append(path)
 
     gaps = {"trajectory": {}, "metrics": {}}
     for a, b in itertools.combinations(fig_traces, 2):
@@ -247,6 +294,7 @@ def write_report(result, task, config, out_dir: str, video: bool = False, printe
         "failing": [g.to_dict() for g in result.failing],
         "backends": {n: {"seconds": r.seconds, "episodes": r.episodes, "env_steps": r.env_steps,
                          "fall_times_s": r.fall_times, "fall_commands": r.fall_commands,
+                         "gaits": clean(r.gaits), "gait_episodes": r.gait_episodes,
                          "scenarios": {s: {"metrics": clean(m), "gates": [g.to_dict() for g in r.gates
                                                                            if g.scenario == s]}
                                        for s, m in r.metrics.items()}}
@@ -298,6 +346,20 @@ def _markdown(result, config, summary: dict, out_dir: str) -> str:
             commands = run.fall_commands.get(scenario, [])
             falls = ", ".join(f"{t:.2f} s ({', '.join(f'{c:+.2f}' for c in cmd)})" for t, cmd in zip(times, commands))
             lines += [f"Falls in {scenario} (time, command vx, vy, wz at the fall): {falls}", ""]
+    gait_rows = [(n, sc, g) for n, r in result.runs.items() for sc, g in r.gaits.items() if g["windows"]]
+    if gait_rows:
+        lines += ["## Gaits (episodes measured over their steps commanded faster than "
+                  f"{config.settings.gait_min_speed:g} m/s)", "",
+                  "| backend | scenario | episodes | classes | stride (Hz) | duty LF, RF, LH, RH "
+                  "| offsets RF, LH, RH |",
+                  "|---|---|---:|---|---:|---|---|"]
+        for name, scenario, g in gait_rows:
+            classes = ", ".join(f"{c} {v:.0%}" for c, v in sorted(g["share"].items(), key=lambda kv: -kv[1]) if v > 0)
+            lines.append(f"| {name} | {scenario} | {g['windows']} | {classes} | {_fmt(g['stride_frequency'])} | "
+                         + ", ".join(_fmt(v) for v in g["duty"]) + " | "
+                         + ", ".join(_fmt(v) for v in g["phase_offsets"][1:]) + " |")
+        expected = next((g.get("expected") for _, _, g in gait_rows if g.get("expected")), None)
+        lines += ["", f"The task's gait: {expected or 'no class (not gated)'}.", ""]
     lines += ["Thresholds: " + ", ".join(f"{g} <= {config.gates[g]:g} {GATES[g][0]}".strip() for g in config.gates)
               + " (scenario overrides in the config).", ""]
     if result.export is not None:

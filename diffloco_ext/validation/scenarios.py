@@ -15,6 +15,8 @@ File layout (every key is checked: an unknown key, a wrong type, a missing file 
       fall_height: 0.25                #   m: a base origin below this is a fall (as is base-ground contact)
       max_envs: 128                    #   envs per backend batch
       figure_scenario: vx_sweep        #   the episode of the joint-trajectory figure, gap table and videos
+      gait_min_speed: 0.3              #   m/s: an episode's gait is measured over its steps commanded faster
+      gait_min_seconds: 2.0            #   s: episodes with less of them get no gait (gait_analysis.py)
     gates: {lin_vel_error: 0.3, ...}   # thresholds (:data:`.gates.GATES`); measured <= threshold passes
     scenarios:
       - name: vx_sweep                 # required, unique
@@ -77,6 +79,8 @@ class Settings:
     fall_height: float = 0.25
     max_envs: int = 128
     figure_scenario: str | None = None
+    gait_min_speed: float = 0.3
+    gait_min_seconds: float = 2.0
 
 
 @dataclass

@@ -44,7 +44,8 @@ def measure_targets(task: TaskInterface, policy, out_dir: str, episodes: int | N
     """The tracking measurement of ``policy`` (``TARGET_CONFIG``'s random commands; ``episodes`` of them if
     given, 0: none) in both validators, each against ``TRACKING_TARGETS``: per validator the summary of
     :class:`ScenarioStats` with ``target_lin_vel_xy_error``, ``target_ang_vel_z_error`` and ``met`` (both errors
-    within their targets and no fall)."""
+    within their targets and no fall), and ``gait`` (:func:`.gait_analysis.gait_summary` of the episodes' steps
+    commanded faster than ``gait_min_speed``; ``share_expected``: the share walking the task's gait)."""
     if episodes == 0:
         return {}
     config = load_config(TARGET_CONFIG)
@@ -60,5 +61,12 @@ def measure_targets(task: TaskInterface, policy, out_dir: str, episodes: int | N
         r = random_commands_stats(result, config).summary()
         r.update(target_lin_vel_xy_error=lin, target_ang_vel_z_error=ang,
                  met=bool(r["lin_vel_xy_error"] <= lin and r["ang_vel_z_error"] <= ang and r["falls"] == 0))
+        gait = result.gaits.get("random_commands")
+        if gait is not None:  # the gait over the episodes' steps commanded faster than gait_min_speed
+            r["gait"] = {k: gait[k] for k in ("windows", "share", "stride_frequency", "duty", "phase_offsets")
+                         if k in gait}
+            if "expected" in gait:
+                r["gait"].update(expected=gait["expected"], share_expected=1.0 - gait["mismatch"]
+                                 if gait["windows"] else None)
         out[name] = r
     return out

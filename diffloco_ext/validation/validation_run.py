@@ -21,6 +21,7 @@ import torch
 
 from . import backend_registry
 from .closed_loop import BatchResult, TaskInterface, batch_steps, pack_batches, plan_episodes, run_batch
+from .gait_analysis import classify_offsets, gait_summary
 from .gates import GateResult, check_gates, scenario_metrics, verdict
 from .policy_io import DeployedPolicy, export_mismatch
 from .robot_kinematics import RobotKinematics
@@ -43,6 +44,8 @@ class BackendRun:
     env_steps: int
     fall_times: dict[str, list[float]] = field(default_factory=dict)
     fall_commands: dict[str, list[list[float]]] = field(default_factory=dict)  # (vx, vy, wz) at each fall
+    gaits: dict[str, dict] = field(default_factory=dict)  # scenario -> :func:`.gait_analysis.gait_summary`
+    gait_episodes: dict[str, list[dict]] = field(default_factory=dict)  # scenario -> each measured episode's gait
 
 
 @dataclass
@@ -138,19 +141,37 @@ def _run_backend(name: str, backend, task: TaskInterface, policy, config: Valida
         close = getattr(backend, "close", None)
         if close is not None:
             close()
-    metrics, gates = {}, []
+    metrics, gates, gaits, gait_episodes = {}, [], {}, {}
     effort = task.robot.actuator.effort_limit
+    expected = task_gait(task)
     for scenario in config.scenarios:
         rows = per_scenario.get(scenario.name, [])
         if not rows:
             continue
         metrics[scenario.name] = scenario_metrics(rows, effort)
-        gates += check_gates(metrics[scenario.name], scenario.gates, name, scenario.name)
+        measured = [r["gait"] for r in rows if r.get("gait") is not None]
+        gaits[scenario.name] = gait_summary(measured, expected)
+        gait_episodes[scenario.name] = [m.to_dict() for m in measured]
+        metrics[scenario.name]["gait_mismatch"] = gaits[scenario.name].get("mismatch", float("nan"))
+        # the gait gate where the gait was measured: scenarios commanded to move, of a task with a named gait
+        thresholds = scenario.gates if measured and expected else \
+            {g: t for g, t in scenario.gates.items() if g != "gait_mismatch"}
+        gates += check_gates(metrics[scenario.name], thresholds, name, scenario.name)
     run = BackendRun(name=name, metrics=metrics, gates=gates, traces=traces,
                      episodes=sum(len(v) for v in per_scenario.values()), seconds=time.time() - start,
                      env_steps=env_steps, fall_times=fall_times,
-                     fall_commands=fall_commands)
+                     fall_commands=fall_commands, gaits=gaits, gait_episodes=gait_episodes)
     return run, observations
+
+
+def task_gait(task: TaskInterface) -> str | None:
+    """The gait class the task's foot-height reference asks for (:func:`.gait_analysis.classify_offsets` of its
+    ``env.gait``), or None for a task without a gait or with offsets of no class."""
+    gait = getattr(task.env_cfg, "gait", None)
+    if gait is None:
+        return None
+    name, _ = classify_offsets(gait.phase_offsets)
+    return None if name == "irregular" else name
 
 
 def reference_run(task: TaskInterface, policy, config: ValidationConfig, progress: Progress) -> BackendRun:

@@ -42,10 +42,14 @@ def _validate(task, tmp_path, module, scenarios, backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_the_zero_action_policy_fails_tracking_and_only_tracking(task, tmp_path, backend):
+    """... and the gait: commanded to walk, it stands (its 2 s at 1 m/s are classified ``stand``, not the task's
+    trot)."""
     result = _validate(task, tmp_path, ZeroPolicy(), [STEP], backend)
     assert result.verdict == "FAIL"
-    assert {g.gate for g in result.failing} == {"lin_vel_error"}
-    error = result.failing[0]
+    assert {g.gate for g in result.failing} == {"lin_vel_error", "gait_mismatch"}
+    gait = result.runs[backend].gaits["vx_step"]
+    assert gait["expected"] == "trot" and gait["share"]["stand"] == 1.0 and gait["mismatch"] == 1.0
+    error = next(g for g in result.failing if g.gate == "lin_vel_error")
     assert error.backend == backend and error.scenario == "vx_step"
     # standing still: gated from the 0.5 s warm-up on, error 0 for 0.5 s and 1 m/s for 2 s: a mean of 0.8 m/s
     assert error.value == pytest.approx(0.8, abs=0.01)
