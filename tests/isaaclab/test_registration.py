@@ -59,6 +59,7 @@ def test_env_cfg_values_come_from_the_project_task(tmp_path, monkeypatch):
     monkeypatch.setenv("DIFFLOCO_USD_DIR", str(tmp_path))
     from diffloco_ext.isaaclab.env_cfg import AnymalDFlatIsaacEnvCfg, mirrorable
     from diffloco_ext.tasks.velocity.env_cfg import AnymalDFlatEnvCfg
+    from diffloco_ext.tasks.velocity.gaits import GAITS
 
     class Custom(AnymalDFlatIsaacEnvCfg):
         def project_task(self):
@@ -67,12 +68,15 @@ def test_env_cfg_values_come_from_the_project_task(tmp_path, monkeypatch):
             t.observation_noise.joint_vel = 0.7
             t.commands.lin_vel_x = (-0.3, 0.4)
             t.reset.height = 0.7
+            t.gait = "pace"
             return t
 
     cfg, ref = Custom(), AnymalDFlatEnvCfg()
     assert cfg.rewards.alive.weight == 2.5 and cfg.observations.policy.joint_vel.noise.n_max == 0.7
     assert cfg.commands.base_velocity.ranges.lin_vel_x == (-0.3, 0.4)
     assert cfg.scene.robot.init_state.pos[2] == 0.7
+    pace = cfg.rewards.foot_height_reference.params
+    assert pace["phase_offsets"] == GAITS["pace"] and (pace["duty"], pace["period"]) == (0.5, 0.6)
     base = AnymalDFlatIsaacEnvCfg()
     assert base.rewards.termination.weight == ref.rewards.termination
     assert base.rewards.foot_height_reference.params["std"] == ref.foot_height_reference.std
