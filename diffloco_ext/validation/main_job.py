@@ -138,7 +138,7 @@ def train(cfg: MainJobCfg) -> tuple[list[str], float]:
     log(f"1/4 training SHAC on {cfg.task}: {len(seeds)} run(s) (seeds {', '.join(map(str, seeds))}) x "
         f"{cfg.ranks} rank(s), {cfg.train_minutes:.1f} min budget")
     start = time.time()
-    before = set(main_job_runs(cfg.log_root))
+    before = set(main_job_runs(cfg.log_root, cfg.task))
     procs = []
     for i, seed in enumerate(seeds):
         if cfg.ranks > 1:
@@ -157,7 +157,8 @@ def train(cfg: MainJobCfg) -> tuple[list[str], float]:
     for seed, proc, echo in procs:
         code = proc.wait()
         echo.join()
-        made = [d for d in main_job_runs(cfg.log_root) if d not in before and d.endswith("_" + run_name(cfg, seed))]
+        made = [d for d in main_job_runs(cfg.log_root, cfg.task)
+                if d not in before and d.endswith("_" + run_name(cfg, seed))]
         if code != 0 or not made:
             log(f"  WARNING: the run of seed {seed} failed (exit code {code}); going on without it")
             continue
@@ -170,18 +171,19 @@ def train(cfg: MainJobCfg) -> tuple[list[str], float]:
 _RUN_FOLDER = re.compile(r".*_main_job(_s-?\d+)?")
 
 
-def main_job_runs(log_root: str) -> list[str]:
-    """The main job's run folders under ``log_root``, oldest first (their names start with the timestamp)."""
-    root = os.path.join(log_root, "shac", "anymal_d_flat")
+def main_job_runs(log_root: str, task: str = TASK) -> list[str]:
+    """The main job's run folders of ``task`` under ``log_root`` (in its SHAC experiment's folder), oldest first
+    (their names start with the timestamp)."""
+    root = os.path.join(log_root, "shac", registry.load_agent_cfg(task, "shac").experiment_name)
     if not os.path.isdir(root):
         return []
     return [os.path.abspath(os.path.join(root, d)) for d in sorted(os.listdir(root)) if _RUN_FOLDER.fullmatch(d)]
 
 
-def latest_run(log_root: str) -> str:
-    """The latest run folder of the main job under ``log_root``; of a job's several runs (started within a minute of
-    each other), the shipped one, which holds ``main_job_summary.json``, once there is one."""
-    runs = main_job_runs(log_root)
+def latest_run(log_root: str, task: str = TASK) -> str:
+    """The latest run folder of the main job of ``task`` under ``log_root``; of a job's several runs (started within
+    a minute of each other), the shipped one, which holds ``main_job_summary.json``, once there is one."""
+    runs = main_job_runs(log_root, task)
     if not runs:
         raise FileNotFoundError(f"no main job run under {log_root}")
 

@@ -186,3 +186,15 @@ def test_main_job_bad_input_is_a_one_line_error_before_any_work(tmp_path):
     empty.mkdir()
     assert_one_line_failure(run_script("main_job", "--from_run", str(empty)), 1, "no model_<iteration>.pt")
     assert not (tmp_path / "shac").exists()
+
+
+def test_main_job_finds_the_runs_of_its_task(tmp_path):
+    """A gait variant's job trains into its own experiment folder, and finds its runs there (not the trot's)."""
+    for experiment in ("anymal_d_flat", "anymal_d_flat_pace"):
+        os.makedirs(tmp_path / "shac" / experiment / "2026-01-01_00-00-00_main_job")
+    os.makedirs(tmp_path / "shac" / "anymal_d_flat_pace" / "2026-01-02_00-00-00_main_job")
+    pace = main_job.main_job_runs(str(tmp_path), "DiffLoco-Velocity-Flat-AnymalD-Pace")
+    assert [os.path.relpath(p, tmp_path) for p in pace] == [
+        os.path.join("shac", "anymal_d_flat_pace", d) for d in ("2026-01-01_00-00-00_main_job",
+                                                                 "2026-01-02_00-00-00_main_job")]
+    assert main_job.latest_run(str(tmp_path)).endswith(os.path.join("anymal_d_flat", "2026-01-01_00-00-00_main_job"))
