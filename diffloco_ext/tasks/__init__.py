@@ -39,27 +39,6 @@ TASKS = {
         rsl_rl_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatAlignedPPORunnerCfg",
         shac_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatAlignedSHACRunnerCfg",
     ),
-    "DiffLoco-Velocity-Flat-AnymalD-Pace": dict(
-        entry_point=f"{_VELOCITY}.env:VelocityEnv",
-        env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlatPaceEnvCfg",
-        play_env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlatPaceEnvCfg_PLAY",
-        rsl_rl_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatPacePPORunnerCfg",
-        shac_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatPaceSHACRunnerCfg",
-    ),
-    "DiffLoco-Velocity-Flat-AnymalD-Bound": dict(
-        entry_point=f"{_VELOCITY}.env:VelocityEnv",
-        env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlatBoundEnvCfg",
-        play_env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlatBoundEnvCfg_PLAY",
-        rsl_rl_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatBoundPPORunnerCfg",
-        shac_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatBoundSHACRunnerCfg",
-    ),
-    "DiffLoco-Velocity-Flat-AnymalD-Gallop": dict(
-        entry_point=f"{_VELOCITY}.env:VelocityEnv",
-        env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlatGallopEnvCfg",
-        play_env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlatGallopEnvCfg_PLAY",
-        rsl_rl_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatGallopPPORunnerCfg",
-        shac_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatGallopSHACRunnerCfg",
-    ),
     "DiffLoco-Velocity-Flat-AnymalC": dict(
         entry_point=f"{_VELOCITY}.env:VelocityEnv",
         env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalCFlatEnvCfg",
@@ -74,6 +53,16 @@ TASKS = {
         shac_cfg_entry_point=f"{_AGENTS}.quadruped:QuadrupedForwardSHACRunnerCfg",
     ),
 }
+
+# the gaits' variants of the ANYmal-D task (docs/tasks.md, "Gaits"): its configs with another gait
+for _gait in ("Pace", "Bound", "Gallop"):
+    TASKS[f"DiffLoco-Velocity-Flat-AnymalD-{_gait}"] = dict(
+        entry_point=f"{_VELOCITY}.env:VelocityEnv",
+        env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlat{_gait}EnvCfg",
+        play_env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlat{_gait}EnvCfg_PLAY",
+        rsl_rl_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlat{_gait}PPORunnerCfg",
+        shac_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlat{_gait}SHACRunnerCfg",
+    )
 
 for _task_id, _spec in TASKS.items():
     if _task_id not in gym.registry:
