@@ -147,3 +147,24 @@ def test_the_gait_variants_train_with_synchrony_and_the_trot_without():
     assert AnymalDFlatEnvCfg().rewards.gait_synchrony == 0.0
     assert AnymalDFlatPaceEnvCfg().rewards.gait_synchrony == GAIT_SYNCHRONY > 0
     assert AnymalDFlatGallopEnvCfg().rewards.gait_synchrony == GAIT_SYNCHRONY
+
+
+def test_synchrony_reward_prefers_the_gait_to_standing_and_standing_to_the_opposite():
+    """The env's term on hand-made foot heights: a pace walked scores near 1, standing 0, a trot (the pace's opposite
+    relation for the lateral pairs) below 0; its gradient reaches the feet's heights now."""
+    from diffloco_ext.tasks import registry
+
+    cfg = registry.load_cfg("DiffLoco-Velocity-Flat-AnymalD-Pace")
+    cfg.num_envs = 3
+    env = registry.make_env("DiffLoco-Velocity-Flat-AnymalD-Pace", cfg)
+    order = [LEGS.index(n[:2]) for n in env.foot_names]
+    cycle = env.foot_height_history.shape[1]
+    walks = [_heights("pace", cycle + 1, cycle), torch.zeros(cycle + 1, 4, dtype=torch.float64),
+             _heights("trot", cycle + 1, cycle)]
+    env.foot_height = torch.stack([w[-1, order] for w in walks]).to(env.dtype).requires_grad_(True)
+    env.foot_height_history = torch.stack([w[:-1].flip(0)[:, order] for w in walks]).to(env.dtype)
+    env.episode_length_buf = torch.full((3,), 100, dtype=torch.long)
+    reward = env._gait_synchrony()
+    assert reward[0] > 0.5 and reward[1].item() == 0.0 and reward[2] < -0.5
+    reward.sum().backward()
+    assert env.foot_height.grad.abs().sum() > 0

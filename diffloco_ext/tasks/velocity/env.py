@@ -55,8 +55,10 @@ class VelocityEnv(LocomotionEnv):
         self.foot_phase = torch.tensor(self.cfg.gait.offsets_of(self.foot_names), dtype=dt, device=dev)
         """The gait's phase offset of each foot (cycle fractions, :class:`~.gaits.GaitCfg`)."""
         self._gait_pairs = pair_lags(self.cfg.gait.offsets_of(self.foot_names), self.cfg.gait.period, self.step_dt)
-        lags = max(lag for _, _, lag in self._gait_pairs)
-        self.foot_height_history = torch.zeros(N, max(1, lags), self.model.num_feet, dtype=dt, device=dev)
+        cycle = max(1, int(round(self.cfg.gait.period / self.step_dt)))  # policy steps of one gait cycle
+        # the same pairs half a cycle off: the relation of the opposite phases, which standing satisfies as well
+        self._gait_pairs_opposite = [(i, j, (lag + cycle // 2) % cycle) for i, j, lag in self._gait_pairs]
+        self.foot_height_history = torch.zeros(N, cycle, self.model.num_feet, dtype=dt, device=dev)
         """The feet's heights over the last steps (index 0: one step ago; m, constants) for ``gait_synchrony``."""
         names = list(self.model.collision.body_names) if self.model.collision is not None else []
         self.collision_body_names = names
@@ -190,9 +192,7 @@ class VelocityEnv(LocomotionEnv):
             "excess_joint_vel": (c.excess_joint_vel, R.excess_joint_vel_l2(
                 self.u[:, 6:], c.excess_joint_vel_ratio * self.robot.actuator.velocity_limit)),
             "torque_saturation": (c.torque_saturation, self._torque_saturation(before)),
-            "gait_synchrony": (c.gait_synchrony, torch.exp(-synchrony_error(
-                self.foot_height, self.foot_height_history, self.episode_length_buf, self._gait_pairs)
-                / c.gait_synchrony_std**2)),
+            "gait_synchrony": (c.gait_synchrony, self._gait_synchrony()),
         }
         if c.weights_curriculum_end:
             f = ramp_fraction(self.commands.progress, self._weights_curriculum_ramp)
@@ -208,6 +208,15 @@ class VelocityEnv(LocomotionEnv):
         self.foot_height_history = torch.cat((self.foot_height[:, None], self.foot_height_history[:, :-1]), dim=1)
         weighted = {k: w * v * self.step_dt for k, (w, v) in terms.items()}
         return sum(weighted.values()), weighted
+
+    def _gait_synchrony(self) -> torch.Tensor:
+        """``tanh((e_opposite - e) / std^2)`` [N]: ``e`` the gait's :func:`~.gaits.synchrony_error` (each foot now
+        against its partner one phase difference ago), ``e_opposite`` the same half a cycle off. Feet in the gait's
+        relations score up to 1, feet in the opposite relations down to -1, feet that do not move (standing satisfies
+        both relations) 0."""
+        args = (self.foot_height, self.foot_height_history, self.episode_length_buf)
+        contrast = synchrony_error(*args, self._gait_pairs_opposite) - synchrony_error(*args, self._gait_pairs)
+        return torch.tanh(contrast / self.cfg.rewards.gait_synchrony_std**2)
 
     def _termination_reward(self) -> float:
         return self.cfg.rewards.termination

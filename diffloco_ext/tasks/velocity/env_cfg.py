@@ -195,8 +195,10 @@ class RewardsCfg:
     excess_joint_vel_ratio: float = 0.8  # x the DC motor's no-load speed (ANYmal D: 7.5 rad/s)
     torque_saturation: float = 0.0
     gait_synchrony: float = 0.0
-    """The gait without a clock (:func:`~.gaits.synchrony_error`): ``exp(-e / std^2)``, ``e`` the mean over ordered
-    pairs of feet of ``(h_j(t) - h_i(t - lag_ij))^2``, the lag the pair's phase difference in the gait's period. The
+    """The gait without a clock: ``tanh((e_opposite - e) / std^2)``, ``e`` (:func:`~.gaits.synchrony_error`) the mean
+    over ordered pairs of feet of ``(h_j(t) - h_i(t - lag_ij))^2``, the lag the pair's phase difference in the gait's
+    period, ``e_opposite`` the same with every lag half a cycle longer (1 for the gait's relations, -1 for the opposite
+    ones, 0 for feet that do not move: ``exp(-e / std^2)`` alone, tried first, was satisfied best by standing). The
     foot-height reference runs on the episode's clock, which the policy does not observe (Isaac Lab's 48
     observations): a policy cannot hold its feet to that clock's phases, and walks the gait that suits the robot
     (a trot, whatever the reference's offsets; ``docs/results.md``, "Gaits"). This term asks the feet to keep the
