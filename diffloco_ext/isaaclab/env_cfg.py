@@ -201,9 +201,6 @@ def curriculum_cfg(c: task_cfg.CommandsCfg, r: task_cfg.RewardsCfg, rand: task_c
 def rewards_cfg(r: task_cfg.RewardsCfg, foot: task_cfg.FootHeightReferenceCfg, gait: task_cfg.GaitCfg,
                 foot_radius: float, velocity_limit: float, effort_limit: float):
     cmd = {"command_name": "base_velocity"}
-    if r.gait_synchrony != 0.0:
-        raise ValueError("rewards.gait_synchrony (the gait variants' clock-free gait term) has no Isaac Lab term: the "
-                         "Isaac Lab twins are of the trot's recipe (set env.rewards.gait_synchrony=0)")
 
     @configclass
     class RewardsCfg:

@@ -22,7 +22,6 @@ import os
 import sys
 
 import numpy as np
-import yaml
 
 from diffloco_ext.validation.closed_loop import TaskInterface
 from diffloco_ext.validation.gait_analysis import CLASSES, LEGS
@@ -42,13 +41,7 @@ def read_run(run: str) -> dict:
         raise FileNotFoundError(f"{run} has no main_job_summary.json: not a finished scripts/main_job.py run")
     with open(path) as f:
         summary = json.load(f)
-    synchrony = 0.0
-    params = os.path.join(run, "params", "env.yaml")
-    if os.path.isfile(params):  # the weight the run trained with (runs from before the term: 0)
-        with open(params) as f:
-            synchrony = float((yaml.safe_load(f).get("rewards") or {}).get("gait_synchrony", 0.0))
     out = {"run": os.path.abspath(run), "task": summary["task"], "policy": summary["exported"][0],
-           "gait_synchrony": synchrony,
            "train_minutes": summary["train_seconds"] / 60.0 if summary.get("train_seconds") else None,
            "iterations": summary["iterations"], "validators": {}}
     for name in VALIDATORS:
@@ -97,7 +90,7 @@ def figure(entries: list[dict], patterns: list[dict], path: str, window_s: float
                 ax.fill_between(t[keep], f - 0.4, f + 0.4, where=stance[keep, i], step="mid", color=f"C{f}")
             ax.set_yticks(range(len(LEGS)), LEGS)
             ax.set_xlabel("time (s)")
-            ax.set_title(f"{entry['label']}: stance in MuJoCo at {speed:g} m/s", fontsize=9)
+            ax.set_title(f"{entry['gait_name']}: stance in MuJoCo at {speed:g} m/s", fontsize=9)
         ax = fig.add_subplot(len(entries), 3, 3 * row + 3, projection="polar")
         offsets = entry["validators"].get("MuJoCo", {}).get("episode_offsets") or []
         for f, leg in enumerate(LEGS[1:], start=1):
@@ -142,13 +135,12 @@ def main(argv: list[str] | None = None) -> dict:
             entry["validators"][name]["episode_offsets"] = episode_offsets(run, name)
         pattern = walk_patterns(entry, args.patterns)
         entry["gait_name"] = pattern["expected"] or "custom"
-        entry["label"] = f"{entry['gait_name']}, synchrony {entry['gait_synchrony']:g}"
         entry["forward_walk"] = {k: pattern["gait"].get(k) for k in ("share", "stride_frequency", "duty",
                                                                       "phase_offsets")}
         entries.append(entry)
         patterns.append(pattern)
-    print("| gait, synchrony weight | task | training (min) | validator | planar error (m/s) | yaw error (rad/s) "
-          "| falls | moving episodes | own gait | other classes | stride (Hz) | duty (mean) |")
+    print("| gait | task | training (min) | validator | planar error (m/s) | yaw error (rad/s) | falls | "
+          "moving episodes | own gait | other classes | stride (Hz) | duty (mean) |")
     print("|---|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|")
     for e in entries:
         for name, v in e["validators"].items():
@@ -156,7 +148,7 @@ def main(argv: list[str] | None = None) -> dict:
             others = ", ".join(f"{c} {share[c]:.0%}" for c in CLASSES if share.get(c) and c != e["gait_name"])
             own = v["share_expected"]
             duty = np.nanmean([d for d in (v["duty"] or []) if d is not None]) if v["duty"] else float("nan")
-            print(f"| {e['label']} | `{e['task']}` | {e['train_minutes'] or float('nan'):.1f} | {name} | "
+            print(f"| {e['gait_name']} | `{e['task']}` | {e['train_minutes'] or float('nan'):.1f} | {name} | "
                   f"{v['lin_vel_xy_error']:.3f} | {v['ang_vel_z_error']:.3f} | {v['falls']}/{v['episodes']} | "
                   f"{v['gait_episodes']} | {'n/a' if own is None else f'{own:.0%}'} | {others or '-'} | "
                   f"{v['stride_frequency'] or float('nan'):.2f} | {duty:.2f} |")

@@ -8,7 +8,7 @@ import torch
 
 from diffloco_ext.tasks.cfg_override import ConfigOverrideError, apply_overrides
 from diffloco_ext.tasks.velocity.env_cfg import AnymalDFlatEnvCfg, AnymalDFlatPaceEnvCfg, VelocityEnvCfg
-from diffloco_ext.tasks.velocity.gaits import GAITS, LEGS, GaitCfg, named_gait, pair_lags, swing_height, synchrony_error
+from diffloco_ext.tasks.velocity.gaits import GAITS, LEGS, GaitCfg, named_gait, swing_height
 
 #: Which feet swing together in each named gait (the pairs whose offsets are equal).
 TOGETHER = {"trot": [{"LF", "RH"}, {"RF", "LH"}], "pace": [{"LF", "LH"}, {"RF", "RH"}],
@@ -97,74 +97,3 @@ def test_bad_gaits_are_clear_errors():
     cfg.phase_offsets["XX"] = 0.5  # an override can add a key: the env's check names it
     with pytest.raises(ValueError, match="env.gait.phase_offsets"):
         cfg.check("env.gait")
-
-
-def _heights(name: str, steps: int, period_steps: int = 20) -> torch.Tensor:
-    """Foot heights [T, 4] (LEGS order) of feet swinging as the named gait asks, at any start of the cycle."""
-    gait = named_gait(name)
-    t = torch.arange(steps, dtype=torch.float64) * gait.period / period_steps + 0.123
-    offsets = torch.tensor([gait.phase_offsets[leg] for leg in LEGS], dtype=torch.float64)
-    return swing_height(t, offsets, gait, torch.ones(steps, dtype=torch.bool))
-
-
-@pytest.mark.parametrize("name", sorted(GAITS))
-def test_synchrony_holds_the_phase_relations_without_a_clock(name):
-    """Feet that keep the gait's relations score 0, whenever their cycle started; those of another gait do not (20
-    steps a cycle: every named gait's lags are whole steps)."""
-    gait = named_gait(name)
-    pairs = pair_lags([gait.phase_offsets[leg] for leg in LEGS], gait.period, gait.period / 20)
-    assert sorted({lag for _, _, lag in pairs}) == sorted({round(((gait.phase_offsets[b] - gait.phase_offsets[a])
-                                                                  % 1.0) * 20) % 20 for a in LEGS for b in LEGS
-                                                           if a != b})
-    history_len = max(1, max(lag for _, _, lag in pairs))
-
-    def error(walk):
-        h = _heights(walk, 60)
-        history = torch.stack([h[59 - k] for k in range(1, history_len + 1)])[None]  # [1, H, 4]
-        return synchrony_error(h[59:60], history, torch.tensor([59]), pairs).item()
-
-    assert error(name) == pytest.approx(0.0, abs=1e-12)
-    others = [error(other) for other in GAITS if GAITS[other] != GAITS[name]]
-    assert min(others) > 1e-4
-    # before the lag's history exists (just after a reset), the pair does not count
-    h = _heights("pronk" if name != "pronk" else "trot", 1)
-    assert synchrony_error(h, torch.zeros(1, history_len, 4, dtype=torch.float64), torch.tensor([0]),
-                           [p for p in pairs if p[2] > 0]).item() == 0.0
-
-
-def test_synchrony_gradient_matches_finite_differences():
-    pairs = pair_lags([GAITS["gallop"][leg] for leg in LEGS], 0.6, 0.02)
-    gen = torch.Generator().manual_seed(0)
-    history = torch.rand(3, max(lag for *_, lag in pairs), 4, dtype=torch.float64, generator=gen) * 0.08
-    height = (torch.rand(3, 4, dtype=torch.float64, generator=gen) * 0.08).requires_grad_(True)
-    assert torch.autograd.gradcheck(lambda h: synchrony_error(h, history, torch.tensor([40, 40, 2]), pairs),
-                                    (height,), eps=1e-7, atol=1e-9)
-
-
-def test_the_gait_variants_train_with_synchrony_and_the_trot_without():
-    from diffloco_ext.tasks.velocity.env_cfg import GAIT_SYNCHRONY, AnymalDFlatGallopEnvCfg
-
-    assert AnymalDFlatEnvCfg().rewards.gait_synchrony == 0.0
-    assert AnymalDFlatPaceEnvCfg().rewards.gait_synchrony == GAIT_SYNCHRONY > 0
-    assert AnymalDFlatGallopEnvCfg().rewards.gait_synchrony == GAIT_SYNCHRONY
-
-
-def test_synchrony_reward_prefers_the_gait_to_standing_and_standing_to_the_opposite():
-    """The env's term on hand-made foot heights: a pace walked scores near 1, standing 0, a trot (the pace's opposite
-    relation for the lateral pairs) below 0; its gradient reaches the feet's heights now."""
-    from diffloco_ext.tasks import registry
-
-    cfg = registry.load_cfg("DiffLoco-Velocity-Flat-AnymalD-Pace")
-    cfg.num_envs = 3
-    env = registry.make_env("DiffLoco-Velocity-Flat-AnymalD-Pace", cfg)
-    order = [LEGS.index(n[:2]) for n in env.foot_names]
-    cycle = env.foot_height_history.shape[1]
-    walks = [_heights("pace", cycle + 1, cycle), torch.zeros(cycle + 1, 4, dtype=torch.float64),
-             _heights("trot", cycle + 1, cycle)]
-    env.foot_height = torch.stack([w[-1, order] for w in walks]).to(env.dtype).requires_grad_(True)
-    env.foot_height_history = torch.stack([w[:-1].flip(0)[:, order] for w in walks]).to(env.dtype)
-    env.episode_length_buf = torch.full((3,), 100, dtype=torch.long)
-    reward = env._gait_synchrony()
-    assert reward[0] > 0.5 and reward[1].item() == 0.0 and reward[2] < -0.5
-    reward.sum().backward()
-    assert env.foot_height.grad.abs().sum() > 0

@@ -24,13 +24,13 @@ from ..schedule import checked_fraction_ramp, checked_ramp, ramp_fraction
 from . import rewards as R
 from .commands import VelocityCommand
 from .env_cfg import VelocityEnvCfg
-from .gaits import pair_lags, swing_height, synchrony_error
+from .gaits import swing_height
 from .observations import POLICY_TERMS, policy_observation
 
 #: The reward terms, by the name of their weight in :class:`~.env_cfg.RewardsCfg` (and of their log entry).
 REWARD_TERMS = ("track_lin_vel_xy", "track_ang_vel_z", "lin_vel_z", "ang_vel_xy", "flat_orientation", "joint_torques",
                 "joint_acc", "action_rate", "foot_height_reference", "undesired_contact", "joint_pos_limits",
-                "base_height", "alive", "foot_slip", "excess_joint_vel", "torque_saturation", "gait_synchrony")
+                "base_height", "alive", "foot_slip", "excess_joint_vel", "torque_saturation")
 
 class VelocityEnv(LocomotionEnv):
     """Velocity tracking for a quadruped in the differentiable simulator (see the module docstring)."""
@@ -54,12 +54,6 @@ class VelocityEnv(LocomotionEnv):
         self.cfg.gait.check("env.gait")
         self.foot_phase = torch.tensor(self.cfg.gait.offsets_of(self.foot_names), dtype=dt, device=dev)
         """The gait's phase offset of each foot (cycle fractions, :class:`~.gaits.GaitCfg`)."""
-        self._gait_pairs = pair_lags(self.cfg.gait.offsets_of(self.foot_names), self.cfg.gait.period, self.step_dt)
-        cycle = max(1, int(round(self.cfg.gait.period / self.step_dt)))  # policy steps of one gait cycle
-        # the same pairs half a cycle off: the relation of the opposite phases, which standing satisfies as well
-        self._gait_pairs_opposite = [(i, j, (lag + cycle // 2) % cycle) for i, j, lag in self._gait_pairs]
-        self.foot_height_history = torch.zeros(N, cycle, self.model.num_feet, dtype=dt, device=dev)
-        """The feet's heights over the last steps (index 0: one step ago; m, constants) for ``gait_synchrony``."""
         names = list(self.model.collision.body_names) if self.model.collision is not None else []
         self.collision_body_names = names
         self._base_bodies = [i for i, n in enumerate(names) if n == "base"]
@@ -192,7 +186,6 @@ class VelocityEnv(LocomotionEnv):
             "excess_joint_vel": (c.excess_joint_vel, R.excess_joint_vel_l2(
                 self.u[:, 6:], c.excess_joint_vel_ratio * self.robot.actuator.velocity_limit)),
             "torque_saturation": (c.torque_saturation, self._torque_saturation(before)),
-            "gait_synchrony": (c.gait_synchrony, self._gait_synchrony()),
         }
         if c.weights_curriculum_end:
             f = ramp_fraction(self.commands.progress, self._weights_curriculum_ramp)
@@ -205,18 +198,8 @@ class VelocityEnv(LocomotionEnv):
             terms.update({k: (terms[k][0] + f * (float(w) - terms[k][0]), terms[k][1])
                           for k, w in c.weights_after_curriculum.items()})
         self.foot_height = self.foot_height.detach()
-        self.foot_height_history = torch.cat((self.foot_height[:, None], self.foot_height_history[:, :-1]), dim=1)
         weighted = {k: w * v * self.step_dt for k, (w, v) in terms.items()}
         return sum(weighted.values()), weighted
-
-    def _gait_synchrony(self) -> torch.Tensor:
-        """``tanh((e_opposite - e) / std^2)`` [N]: ``e`` the gait's :func:`~.gaits.synchrony_error` (each foot now
-        against its partner one phase difference ago), ``e_opposite`` the same half a cycle off. Feet in the gait's
-        relations score up to 1, feet in the opposite relations down to -1, feet that do not move (standing satisfies
-        both relations) 0."""
-        args = (self.foot_height, self.foot_height_history, self.episode_length_buf)
-        contrast = synchrony_error(*args, self._gait_pairs_opposite) - synchrony_error(*args, self._gait_pairs)
-        return torch.tanh(contrast / self.cfg.rewards.gait_synchrony_std**2)
 
     def _termination_reward(self) -> float:
         return self.cfg.rewards.termination
@@ -388,8 +371,6 @@ class VelocityEnv(LocomotionEnv):
         self.push_time_left = torch.where(mask, self.uniform(*r.push_interval, self.num_envs).float(),
                                           self.push_time_left)
         self.foot_height = torch.where(mask[:, None], torch.zeros_like(self.foot_height), self.foot_height)
-        self.foot_height_history = torch.where(mask[:, None, None], torch.zeros_like(self.foot_height_history),
-                                               self.foot_height_history)
         self.commands.resample(mask)
         base = self.base_state()  # the reset state: the tracking reference starts at its velocity
         self.commands.reset_reference(mask, torch.cat((base.lin_vel_b[:, :2], base.ang_vel_b[:, 2:]), dim=1))
@@ -410,7 +391,6 @@ class VelocityEnv(LocomotionEnv):
     def _task_state(self) -> dict:
         return {"commands": self.commands.state_dict(), "push_time_left": self.push_time_left.clone(),
                 "base_mass_scale": self.base_mass_scale.clone(), "foot_height": self.foot_height.clone(),
-                "foot_height_history": self.foot_height_history.clone(),
                 "draws": {k: v.detach().clone() for k, v in self._draws.items()},
                 "adversarial": self.adversarial.clone(),
                 "reset_since_detach": self._reset_since_detach.clone(),
@@ -430,8 +410,6 @@ class VelocityEnv(LocomotionEnv):
         self.push_time_left = state["push_time_left"].clone()
         self.base_mass_scale = state["base_mass_scale"].clone().to(self.dtype)
         self.foot_height = state["foot_height"].clone().to(self.dtype)
-        if "foot_height_history" in state and state["foot_height_history"].shape == self.foot_height_history.shape:
-            self.foot_height_history = state["foot_height_history"].clone().to(self.dtype)
         if "draws" in state:
             nominal = self._nominal_draws()  # draws of options since removed are not taken
             self._draws = {k: v.clone().to(self.dtype) for k, v in state["draws"].items() if k in nominal}

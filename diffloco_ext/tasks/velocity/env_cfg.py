@@ -194,16 +194,6 @@ class RewardsCfg:
     excess_joint_vel: float = 0.0
     excess_joint_vel_ratio: float = 0.8  # x the DC motor's no-load speed (ANYmal D: 7.5 rad/s)
     torque_saturation: float = 0.0
-    gait_synchrony: float = 0.0
-    """The gait without a clock: ``tanh((e_opposite - e) / std^2)``, ``e`` (:func:`~.gaits.synchrony_error`) the mean
-    over ordered pairs of feet of ``(h_j(t) - h_i(t - lag_ij))^2``, the lag the pair's phase difference in the gait's
-    period, ``e_opposite`` the same with every lag half a cycle longer (1 for the gait's relations, -1 for the opposite
-    ones, 0 for feet that do not move: ``exp(-e / std^2)`` alone, tried first, was satisfied best by standing). The
-    foot-height reference runs on the episode's clock, which the policy does not observe (Isaac Lab's 48
-    observations): a policy cannot hold its feet to that clock's phases, and walks the gait that suits the robot
-    (a trot, whatever the reference's offsets; ``docs/results.md``, "Gaits"). This term asks the feet to keep the
-    gait's phase relations to each other, whenever the cycle started. 0: off (the trot's recipe)."""
-    gait_synchrony_std: float = 0.05  # m
     after_curriculum: tuple[str, ...] = ()
     weights_after_curriculum: dict[str, float] = field(default_factory=dict)
     weights_ramp: tuple[int, int] = (0, 0)  # policy steps after the curriculum's end
@@ -481,18 +471,11 @@ class AnymalCFlatEnvCfg_PLAY(AnymalDFlatEnvCfg_PLAY):
 
 
 # ---- gaits (one policy per gait, the same interface and recipe; docs/tasks.md, "Gaits") ----------------------------
-#: The gait variants' weight of ``rewards.gait_synchrony`` (with the recipe's foot-height reference at 3.0).
-GAIT_SYNCHRONY = 3.0
-
 @dataclass
 class AnymalDFlatPaceEnvCfg(AnymalDFlatEnvCfg):
     """``DiffLoco-Velocity-Flat-AnymalD-Pace``: the recipe with the pace's foot-height reference (lateral pairs)."""
 
     gait: GaitCfg = field(default_factory=lambda: named_gait("pace"))
-
-    def __post_init__(self):
-        super().__post_init__()
-        self.rewards.gait_synchrony = GAIT_SYNCHRONY  # the gait's phase relations, without a clock
 
 
 @dataclass
@@ -506,10 +489,6 @@ class AnymalDFlatBoundEnvCfg(AnymalDFlatEnvCfg):
 
     gait: GaitCfg = field(default_factory=lambda: named_gait("bound"))
 
-    def __post_init__(self):
-        super().__post_init__()
-        self.rewards.gait_synchrony = GAIT_SYNCHRONY  # the gait's phase relations, without a clock
-
 
 @dataclass
 class AnymalDFlatBoundEnvCfg_PLAY(AnymalDFlatEnvCfg_PLAY):
@@ -521,10 +500,6 @@ class AnymalDFlatGallopEnvCfg(AnymalDFlatEnvCfg):
     """``DiffLoco-Velocity-Flat-AnymalD-Gallop``: the recipe with the transverse gallop's reference."""
 
     gait: GaitCfg = field(default_factory=lambda: named_gait("gallop"))
-
-    def __post_init__(self):
-        super().__post_init__()
-        self.rewards.gait_synchrony = GAIT_SYNCHRONY  # the gait's phase relations, without a clock
 
 
 @dataclass

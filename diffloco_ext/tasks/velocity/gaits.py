@@ -100,25 +100,3 @@ def swing_height(time: torch.Tensor, offsets: torch.Tensor, gait: GaitCfg, movin
     swing = 1.0 - gait.duty
     shape = torch.sin(math.pi * torch.clamp(phase / swing, max=1.0))
     return gait.swing_height * torch.where(phase < swing, shape, torch.zeros_like(shape)) * moving[:, None]
-
-
-def pair_lags(offsets: list[float], period: float, step_dt: float) -> list[tuple[int, int, int]]:
-    """The gait as a relation between the feet, without a clock: ``(i, j, lag)`` for every ordered pair of feet
-    ``i != j`` (indices into ``offsets``, cycle fractions): foot ``j`` should now be where foot ``i`` was ``lag``
-    policy steps ago, ``lag = round(((offset_j - offset_i) mod 1) * period / step_dt)`` (0: the two move together)."""
-    steps = period / step_dt
-    return [(i, j, int(round(((offsets[j] - offsets[i]) % 1.0) * steps)) % max(1, int(round(steps))))
-            for i in range(len(offsets)) for j in range(len(offsets)) if i != j]
-
-
-def synchrony_error(height: torch.Tensor, history: torch.Tensor, steps: torch.Tensor,
-                    pairs: list[tuple[int, int, int]]) -> torch.Tensor:
-    """Mean over ``pairs`` (:func:`pair_lags`) of ``(h_j(t) - h_i(t - lag))^2`` [N] (m^2): ``height`` [N, F] the feet's
-    heights now (m, differentiable), ``history`` [N, H, F] those of the ``H`` steps before (index 0: one step ago;
-    taken as constants), ``steps`` [N] the steps since the env's reset (a pair whose lag reaches before it counts 0)."""
-    errors = [torch.zeros_like(height[:, 0])]  # no pairs: no error
-    for i, j, lag in pairs:
-        past = height[:, i] if lag == 0 else history[:, lag - 1, i]
-        valid = steps >= lag
-        errors.append(torch.where(valid, torch.square(height[:, j] - past), torch.zeros_like(past)))
-    return torch.stack(errors, dim=1).sum(dim=1) / max(1, len(pairs))
