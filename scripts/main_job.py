@@ -17,7 +17,7 @@ import argparse
 import re
 import sys
 
-from diffloco_ext.learning.cli import positive_int
+from diffloco_ext.learning.cli import check_gait, positive_int
 from diffloco_ext.tasks import registry
 from diffloco_ext.tasks.cfg_override import ConfigOverrideError, apply_overrides, parse_overrides
 from diffloco_ext.validation.main_job import MainJobCfg, run
@@ -79,7 +79,7 @@ def parse(argv: list[str] | None) -> MainJobCfg:
         parser.error(f"--iterations must be 0 or more, got {args.iterations}")
     try:
         overrides = parse_overrides(args.overrides)  # checked now, not after the training
-        apply_overrides(registry.load_cfg(args.task), overrides["env"], "env")
+        check_gait(apply_overrides(registry.load_cfg(args.task), overrides["env"], "env"))
         apply_overrides(registry.load_agent_cfg(args.task, "shac"), overrides["agent"], "agent")
         return MainJobCfg(**vars(args))
     except (ValueError, ConfigOverrideError) as err:

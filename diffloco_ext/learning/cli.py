@@ -76,6 +76,17 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def check_gait(env_cfg) -> None:
+    """A velocity task's gait after the overrides (``env.gait.duty=1.5``): a :class:`ConfigOverrideError` naming the
+    field, before any env is built."""
+    gait = getattr(env_cfg, "gait", None)
+    if gait is not None:
+        try:
+            gait.check("env.gait")
+        except ValueError as err:
+            raise ConfigOverrideError(str(err)) from None
+
+
 def load_configs(args: argparse.Namespace, play: bool = False):
     """The task's env and agent configs with the CLI arguments and the overrides applied (validated).
 
@@ -112,6 +123,7 @@ def load_configs(args: argparse.Namespace, play: bool = False):
     overrides = parse_overrides(args.overrides)
     apply_overrides(env_cfg, overrides["env"], "env")
     apply_overrides(agent_cfg, overrides["agent"], "agent")
+    check_gait(env_cfg)
     rand = getattr(env_cfg, "randomization", None)
     if args.algo != "shac" and rand is not None and (getattr(rand, "adversarial_fraction", 0.0) or getattr(
             getattr(rand, "after_curriculum", None), "adversarial_fraction", 0.0)):

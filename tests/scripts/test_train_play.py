@@ -22,6 +22,8 @@ def test_cli_errors_are_clear(capsys, tmp_path):
     for argv, match in ((["--task", "DiffLoco-Nope"], "unknown task"),
                         (["--task", TASK, "env.sim.contact.kapa=3"], "unknown config key"),
                         (["--task", TASK, "agent.max_iterations=ten"], "expected an integer"),
+                        (["--task", TASK, "env.gait=canter"], "unknown gait 'canter'"),
+                        (["--task", TASK, "env.gait.duty=1.5"], "env.gait.duty must be in (0, 1)"),
                         (["--task", TASK, "--algo", "ppo",
                           "env.randomization.after_curriculum.adversarial_fraction=0.3"],
                          "only a learner that backpropagates")):
