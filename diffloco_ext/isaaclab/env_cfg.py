@@ -3,8 +3,8 @@
 Every value is read from the project's task config (:mod:`diffloco_ext.tasks.velocity.env_cfg`, the single
 source of truth); this module only says which Isaac Lab term carries it. The policy interface is the same, so a
 policy moves between the differentiable task and this one unchanged: 48 observations in the same order with the
-same training noise, 12 actions in Isaac Lab's joint order (``target = default + 0.5 action``), 50 Hz
-(0.005 s x 4), 20 s episodes.
+same training noise (and the gait clock after them where the task has it: :func:`.mdp.gait_clock`), 12 actions in
+Isaac Lab's joint order (``target = default + 0.5 action``), 50 Hz (0.005 s x 4), 20 s episodes.
 
 Project terms (weight) and the Isaac Lab terms that carry them:
 
@@ -111,8 +111,10 @@ class VelocitySceneCfg(InteractiveSceneCfg):
     light = AssetBaseCfg(prim_path="/World/light", spawn=sim_utils.DistantLightCfg(intensity=3000.0))
 
 
-def policy_observations(noise: task_cfg.ObservationNoiseCfg, command_name: str = "base_velocity"):
-    """The policy group: the project's 48 observations in its order, with its training noise (uniform +-width)."""
+def policy_observations(noise: task_cfg.ObservationNoiseCfg, command_name: str = "base_velocity",
+                        gait_clock_period: float | None = None):
+    """The policy group: the project's 48 observations in its order, with its training noise (uniform +-width);
+    with ``gait_clock_period`` (s) the gait clock after them (50, the task's ``gait_clock``)."""
 
     def unoise(width: float):
         return Unoise(n_min=-width, n_max=width) if width > 0 else None
@@ -126,6 +128,8 @@ def policy_observations(noise: task_cfg.ObservationNoiseCfg, command_name: str =
         joint_pos = ObsTerm(func=mdp.joint_pos_rel, noise=unoise(noise.joint_pos))
         joint_vel = ObsTerm(func=mdp.joint_vel_rel, noise=unoise(noise.joint_vel))
         actions = ObsTerm(func=mdp.last_action)
+        gait_clock = None if gait_clock_period is None else ObsTerm(func=diffloco_mdp.gait_clock,
+                                                                    params={"period": gait_clock_period})
 
         def __post_init__(self):
             self.enable_corruption = noise.enable
@@ -362,7 +366,8 @@ class DiffLocoVelocityEnvCfg(ManagerBasedRLEnvCfg):
                                                           physics_material=ground_material(friction_floor))
         self.scene.robot = robot_cfg(robot, base_height=t.reset.height)
         self.scene.contact_forces.update_period = self.sim.dt
-        self.observations = policy_observations(t.observation_noise)
+        self.observations = policy_observations(t.observation_noise,
+                                                gait_clock_period=t.gait.period if t.gait_clock else None)
         self.actions = actions_cfg(robot.isaaclab_joint_order or robot.joint_names, t.actions)
         self.commands = commands_cfg(t.commands)
         self.rewards = rewards_cfg(t.rewards, t.foot_height_reference, t.gait, radii.pop(),

@@ -7,6 +7,8 @@
   reused, so both tasks compute the same number from the same foot heights).
 * :func:`foot_slip`, :func:`excess_joint_vel`: the gait terms of the same names (``foot_slip``,
   ``excess_joint_vel_l2``) on the feet's link velocities and the joint velocities.
+* :func:`gait_clock`: the gait-clock interface's two extra observations
+  (:func:`diffloco_ext.tasks.velocity.observations.gait_clock_observation`, the same function).
 * :func:`torque_saturation`: ``torque_saturation_l2``'s measure on Isaac Lab's actuator efforts (the part of the
   computed effort the DC-motor model clipped away).
 """
@@ -17,6 +19,7 @@ import torch
 from isaaclab.managers import ManagerTermBase, RewardTermCfg, SceneEntityCfg
 
 from diffloco_ext.tasks.velocity.gaits import GaitCfg, swing_height as reference_heights
+from diffloco_ext.tasks.velocity.observations import gait_clock_observation
 from diffloco_ext.tasks.velocity.rewards import (
     excess_joint_vel_l2,
     foot_height_tracking_exp,
@@ -90,3 +93,9 @@ def torque_saturation(env, effort_limit: float, asset_cfg: SceneEntityCfg = Scen
               - actuators.applied_effort.torch[:, asset_cfg.joint_ids])
     return torch.sum(torch.square(excess / effort_limit), dim=1)
 
+
+
+def gait_clock(env, period: float) -> torch.Tensor:
+    """``(sin, cos)(2 pi t / period)`` [N, 2] at the episode time ``t = episode_length_buf * step_dt`` (s), the time
+    of the foot-height reference (:class:`foot_height_reference`)."""
+    return gait_clock_observation(env.episode_length_buf.to(torch.float32) * env.step_dt, period)

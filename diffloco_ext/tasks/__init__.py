@@ -9,6 +9,7 @@ light and must not fail.
 | ``DiffLoco-Velocity-Flat-AnymalD`` | velocity tracking, Isaac Lab's flat ANYmal-D interface | ANYmal D |
 | ``DiffLoco-Velocity-Flat-AnymalD-Aligned`` | the same, on Song et al.'s aligned step (MuJoCo forward) | ANYmal D |
 | ``DiffLoco-Velocity-Flat-AnymalD-{Pace,Bound,Gallop}`` | the same, with that gait's foot-height reference | ANYmal D |
+| ``DiffLoco-Velocity-Flat-AnymalD-{Trot,Pace,Bound,Gallop}-Clock`` | that gait, + gait clock (50 obs) | ANYmal D |
 | ``DiffLoco-Velocity-Flat-AnymalC`` | velocity tracking (Schwarke et al., arXiv 2404.02887, A.3) | ANYmal C |
 | ``DiffLoco-Quadruped-Forward`` | forward walking at 1 m/s (Schwarke et al., A.2) | Warp quadruped |
 
@@ -62,6 +63,15 @@ for _gait in ("Pace", "Bound", "Gallop"):
         play_env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlat{_gait}EnvCfg_PLAY",
         rsl_rl_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlat{_gait}PPORunnerCfg",
         shac_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlat{_gait}SHACRunnerCfg",
+    )
+# the gait-clock interface (Isaac Lab's 48 observations + the gait's clock), one task per gait
+for _gait in ("Trot", "Pace", "Bound", "Gallop"):
+    TASKS[f"DiffLoco-Velocity-Flat-AnymalD-{_gait}-Clock"] = dict(
+        entry_point=f"{_VELOCITY}.env:VelocityEnv",
+        env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlat{_gait}ClockEnvCfg",
+        play_env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlat{_gait}ClockEnvCfg_PLAY",
+        rsl_rl_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlat{_gait}ClockPPORunnerCfg",
+        shac_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlat{_gait}ClockSHACRunnerCfg",
     )
 
 for _task_id, _spec in TASKS.items():

@@ -4,7 +4,8 @@ The task gives (:class:`TaskInterface`, from the registered task's config): the 
 (:func:`~diffloco_ext.tasks.velocity.observations.policy_observation`, no noise), the joint order and action
 scale (``target = default + scale * action``, Isaac Lab's joint order), the command generator
 (:class:`~diffloco_ext.tasks.velocity.commands.VelocityCommand`, for random commands), the reset height and the
-policy step. The policy is called as deployed: ``actions = policy(obs)``, ``obs`` [N, 48] float32.
+policy step. The policy is called as deployed: ``actions = policy(obs)``, ``obs`` [N, 48] float32 ([N, 50] with
+the gait clock).
 
 Episodes of several scenarios and seeds are packed into one batch of the backend's envs (:func:`run_batch`);
 each env follows its own scenario: commands (a piecewise-constant schedule, or the task's random commands with
@@ -31,7 +32,7 @@ from ..assets.robot_description import RobotDescription
 from ..tasks import registry
 from ..tasks.robot_state import BaseState, yaw_quat
 from ..tasks.velocity.commands import VelocityCommand
-from ..tasks.velocity.observations import POLICY_TERMS, policy_observation
+from ..tasks.velocity.observations import gait_clock_observation, num_policy_observations, policy_observation
 from .backends import EnvParameters
 from .gait_analysis import LEGS, measure_gait
 from .gates import MetricSums
@@ -60,6 +61,16 @@ class TaskInterface:
     num_obs: int
     num_actions: int
 
+    @property
+    def gait_clock(self) -> bool:
+        """Whether the policy reads the gait clock after the 48 (the task's ``gait_clock``)."""
+        return bool(getattr(self.env_cfg, "gait_clock", False))
+
+    @property
+    def gait_period(self) -> float:
+        """The gait clock's period (s)."""
+        return float(self.env_cfg.gait.period)
+
     @classmethod
     def from_task(cls, task: str) -> "TaskInterface":
         cfg = registry.load_play_cfg(task)
@@ -72,7 +83,7 @@ class TaskInterface:
                    reset_height=float(cfg.reset.height), policy_dt=float(cfg.sim.policy_dt), to_isaaclab=to_il,
                    to_sim=torch.argsort(to_il), default_sim=default, default_il=default[to_il],
                    base_com=torch.as_tensor(np.asarray(robot.bodies[0].com, dtype=np.float64)),
-                   num_obs=sum(size for _, size in POLICY_TERMS), num_actions=robot.num_joints)
+                   num_obs=num_policy_observations(cfg), num_actions=robot.num_joints)
 
 
 @dataclass
@@ -228,6 +239,9 @@ def run_batch(backend, policy, task: TaskInterface, kinematics: RobotKinematics,
         else:
             q_obs, u_obs = q, u
         obs = policy_observation(q_obs, u_obs, base_com, command, actions, task.default_il, task.to_isaaclab)
+        if task.gait_clock:  # the clock is the controller's own: never delayed
+            obs = torch.cat([obs, gait_clock_observation(torch.full((N,), time_s, dtype=obs.dtype), task.gait_period)],
+                            dim=1)
         with torch.no_grad():
             new_actions = policy(obs.float()).double()
         if record_observations and recorded < record_observations and t % 5 == 0:

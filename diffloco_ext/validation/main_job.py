@@ -9,7 +9,7 @@
 2. **Ship** (:mod:`.shipping`): the actor averaged over the checkpoints from ``select_from`` of the schedule on,
    measured closed-loop in hard contact, unless it chatters or does not track; else the checkpoint that falls least.
    **Export** it as deployed: ``exported/policy.pt`` (TorchScript) and ``exported/policy.onnx`` (observation normaliser
-   inside, ``[B, 48] -> [B, 12]``), each checked against the torch policy.
+   inside, ``[B, 48] -> [B, 12]``; 50 inputs with the gait clock), each checked against the torch policy.
 3. **Validate** the exported policy (:mod:`.validation_run`: the scenarios and gates of
    ``config/validation/anymal_d.yaml``) in our hard contact and in MuJoCo, and **measure** it against the tracking
    targets (:mod:`.tracking_targets`: 100 uniform-command episodes in each).

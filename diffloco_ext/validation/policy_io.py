@@ -85,7 +85,7 @@ def check_io(fn, num_obs: int, num_actions: int, where: str) -> None:
     declared = getattr(fn, "input_shape", None)
     if declared is not None and len(declared) == 2 and isinstance(declared[1], int) and declared[1] != num_obs:
         raise PolicyLoadError(f"policy '{where}' takes {declared[1]} observations; the task gives {num_obs} "
-                              "(Isaac Lab's velocity-task observation)")
+                              "(Isaac Lab's velocity-task observation; 50 with the gait clock)")
     probe = torch.zeros(2, num_obs)
     try:
         with torch.no_grad():

@@ -95,6 +95,30 @@ def test_env_cfg_values_come_from_the_project_task(tmp_path, monkeypatch):
     assert widened.events.physics_material.params["static_friction_range"] == (0.7, 1.2)
 
 
+def test_a_gait_clock_task_gives_the_twin_the_same_clock(tmp_path, monkeypatch):
+    """A project task with the gait clock gives its twin the clock term (the project's function, the gait's period)
+    after the 48; without it the twin's policy group is Isaac Lab's 48 terms."""
+    monkeypatch.setenv("DIFFLOCO_USD_DIR", str(tmp_path))
+    from types import SimpleNamespace
+
+    import torch
+
+    from diffloco_ext.isaaclab.env_cfg import AnymalDFlatIsaacEnvCfg, mirrorable
+    from diffloco_ext.isaaclab.mdp import gait_clock
+    from diffloco_ext.tasks.velocity.env_cfg import AnymalDFlatBoundClockEnvCfg
+
+    class Clocked(AnymalDFlatIsaacEnvCfg):
+        def project_task(self):
+            return mirrorable(AnymalDFlatBoundClockEnvCfg())
+
+    term = Clocked().observations.policy.gait_clock
+    assert term.func is gait_clock and term.params == {"period": 0.6}
+    assert AnymalDFlatIsaacEnvCfg().observations.policy.gait_clock is None
+    env = SimpleNamespace(episode_length_buf=torch.tensor([0, 15, 30]), step_dt=0.02)
+    torch.testing.assert_close(gait_clock(env, 0.6), torch.tensor([[0.0, 1.0], [0.0, -1.0], [0.0, 1.0]]),
+                               rtol=0, atol=1e-6)
+
+
 def test_the_twin_carries_the_training_recipe_but_what_isaac_lab_has_no_counterpart_for(tmp_path, monkeypatch):
     """One source: the Isaac Lab twin is built from the registered task's recipe (weights, curriculum, randomisation
     after it); only :data:`NOT_MIRRORED`'s settings are switched off, and nothing else differs."""

@@ -97,3 +97,35 @@ def test_bad_gaits_are_clear_errors():
     cfg.phase_offsets["XX"] = 0.5  # an override can add a key: the env's check names it
     with pytest.raises(ValueError, match="env.gait.phase_offsets"):
         cfg.check("env.gait")
+
+
+def test_gait_clock_interface_reads_the_references_cycle_phase():
+    """The clock tasks' policy reads 50 inputs: the 48, then ``(sin, cos)`` of the reference's cycle phase at the
+    episode time (0 at a reset); the critic has it too; the 48-input gait task is unchanged."""
+    from diffloco_ext.tasks import registry
+
+    cfg = registry.load_cfg("DiffLoco-Velocity-Flat-AnymalD-Pace-Clock")
+    cfg.num_envs = 2
+    env = registry.make_env("DiffLoco-Velocity-Flat-AnymalD-Pace-Clock", cfg=cfg).unwrapped
+    assert env.observation_space["policy"].shape == (50,) and cfg.gait.phase_offsets == GAITS["pace"]
+    obs = env.get_observations()
+    assert obs["policy"][:, 48:].tolist() == [[0.0, 1.0], [0.0, 1.0]]
+    for k in range(1, 8):
+        obs, _, _, _ = env.step(torch.zeros(2, 12))
+        angle = 2.0 * math.pi * k * env.step_dt / cfg.gait.period
+        expected = torch.tensor([math.sin(angle), math.cos(angle)], dtype=obs["policy"].dtype).expand(2, 2)
+        torch.testing.assert_close(obs["policy"][:, 48:], expected, rtol=0, atol=1e-6)
+        torch.testing.assert_close(obs["critic"][:, 48:50], expected, rtol=0, atol=1e-6)
+    env._reset_envs(torch.tensor([True, False]))
+    clock = env._observations()["policy"][:, 48:]
+    assert clock[0].tolist() == [0.0, 1.0] and clock[1, 1] < 0.9
+    plain = registry.load_cfg("DiffLoco-Velocity-Flat-AnymalD-Pace")
+    assert not plain.gait_clock and not AnymalDFlatEnvCfg().gait_clock
+
+
+def test_gait_clock_override():
+    cfg = AnymalDFlatPaceEnvCfg()
+    apply_overrides(cfg, {"gait_clock": "true"}, "env")
+    assert cfg.gait_clock is True
+    with pytest.raises(ConfigOverrideError, match="env.gait_clock"):
+        apply_overrides(cfg, {"gait_clock": "sometimes"}, "env")

@@ -98,3 +98,40 @@ def test_a_scenario_split_over_batches_draws_new_episodes_in_each(tmp_path):
     torch.testing.assert_close(whole.yaw, unsplit.yaw)  # one batch: the (scenario, seed)'s own stream, as before
     torch.testing.assert_close(drawn[0][0], _Group(config.scenario("random"), 0, list(range(4)),
                                                    task.env_cfg.commands).yaw)
+
+
+class _RecordingPolicy(torch.nn.Module):
+    """Zero actions; keeps every observation batch it is given."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen: list[torch.Tensor] = []
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        self.seen.append(obs.clone())
+        return torch.zeros(obs.shape[0], 12)
+
+
+def test_the_gait_clock_runs_on_the_episode_time_and_is_never_delayed(tmp_path):
+    """A clock task's policy gets 50 inputs; the last two are the training env's clock at the episode time
+    ``t * policy_dt`` of every step, also where the scenario delays the observed state."""
+    from diffloco_ext.tasks.velocity.observations import gait_clock_observation
+    from diffloco_ext.validation.closed_loop import run_batch
+    from diffloco_ext.validation.robot_kinematics import RobotKinematics
+
+    task = TaskInterface.from_task("DiffLoco-Velocity-Flat-AnymalD-Bound-Clock")
+    assert task.num_obs == 50 and task.gait_clock
+    assert TaskInterface.from_task("DiffLoco-Velocity-Flat-AnymalD").num_obs == 48
+    config = make_config(tmp_path, scenarios=[{"name": "late", "episodes": 2, "seeds": [0], "duration_s": 0.5,
+                                               "observation_delay_steps": 3,
+                                               "commands": {"schedule": [[1.0, 0.0, 0.0, 0.0]]}}],
+                         settings={"warmup_s": 0.1})
+    kinematics = RobotKinematics(task.robot, 2)
+    policy = _RecordingPolicy()
+    run_batch(_ScriptedBackend(kinematics.model, [0.3, 0.3], [], task.policy_dt), policy, task, kinematics,
+              plan_episodes(config.scenarios), config.settings)
+    assert len(policy.seen) == 25
+    for t, obs in enumerate(policy.seen):
+        assert obs.shape == (2, 50)
+        expected = gait_clock_observation(torch.full((2,), t * task.policy_dt, dtype=torch.float64), 0.6).float()
+        torch.testing.assert_close(obs[:, 48:], expected, rtol=0, atol=1e-6)

@@ -128,3 +128,43 @@ class AnymalDFlatGallopSHACRunnerCfg(AnymalDFlatSHACRunnerCfg):
 @dataclass
 class AnymalDFlatGallopPPORunnerCfg(AnymalDFlatPPORunnerCfg):
     experiment_name: str = "anymal_d_flat_gallop"
+
+
+@dataclass
+class AnymalDFlatTrotClockSHACRunnerCfg(AnymalDFlatSHACRunnerCfg):
+    experiment_name: str = "anymal_d_flat_trot_clock"
+
+
+@dataclass
+class AnymalDFlatTrotClockPPORunnerCfg(AnymalDFlatPPORunnerCfg):
+    experiment_name: str = "anymal_d_flat_trot_clock"
+
+
+@dataclass
+class AnymalDFlatPaceClockSHACRunnerCfg(AnymalDFlatSHACRunnerCfg):
+    experiment_name: str = "anymal_d_flat_pace_clock"
+
+
+@dataclass
+class AnymalDFlatPaceClockPPORunnerCfg(AnymalDFlatPPORunnerCfg):
+    experiment_name: str = "anymal_d_flat_pace_clock"
+
+
+@dataclass
+class AnymalDFlatBoundClockSHACRunnerCfg(AnymalDFlatSHACRunnerCfg):
+    experiment_name: str = "anymal_d_flat_bound_clock"
+
+
+@dataclass
+class AnymalDFlatBoundClockPPORunnerCfg(AnymalDFlatPPORunnerCfg):
+    experiment_name: str = "anymal_d_flat_bound_clock"
+
+
+@dataclass
+class AnymalDFlatGallopClockSHACRunnerCfg(AnymalDFlatSHACRunnerCfg):
+    experiment_name: str = "anymal_d_flat_gallop_clock"
+
+
+@dataclass
+class AnymalDFlatGallopClockPPORunnerCfg(AnymalDFlatPPORunnerCfg):
+    experiment_name: str = "anymal_d_flat_gallop_clock"

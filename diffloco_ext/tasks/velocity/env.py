@@ -1,8 +1,9 @@
 """The velocity-tracking task (see :mod:`.env_cfg` for the interface and every term), a
 :class:`~..locomotion_env.LocomotionEnv`.
 
-Observation groups (a ``TensorDict``): ``"policy"`` [N, 48] (Isaac Lab's order and units, with training noise),
-``"critic"`` [N, 48 + 13 (+ 5)] (the same without noise, plus privileged: foot contact states (4), foot heights (4,
+Observation groups (a ``TensorDict``): ``"policy"`` [N, 48] (Isaac Lab's order and units, with training noise;
+[N, 50] with the gait clock after them, ``cfg.gait_clock``),
+``"critic"`` [N, 48 (50) + 13 (+ 5)] (the same without noise, plus privileged: foot contact states (4), foot heights (4,
 m), friction (1), base mass scale (1), base centre-of-mass offset (3, m); with ``critic_tracking_features`` also
 the tracking errors ``command - velocity`` (vx, vy in m/s, wz in rad/s; 3) and the two tracking kernels (2)).
 
@@ -25,7 +26,7 @@ from . import rewards as R
 from .commands import VelocityCommand
 from .env_cfg import VelocityEnvCfg
 from .gaits import swing_height
-from .observations import POLICY_TERMS, policy_observation
+from .observations import gait_clock_observation, num_policy_observations, policy_observation, policy_terms
 
 #: The reward terms, by the name of their weight in :class:`~.env_cfg.RewardsCfg` (and of their log entry).
 REWARD_TERMS = ("track_lin_vel_xy", "track_ang_vel_z", "lin_vel_z", "ang_vel_xy", "flat_orientation", "joint_torques",
@@ -36,7 +37,11 @@ class VelocityEnv(LocomotionEnv):
     """Velocity tracking for a quadruped in the differentiable simulator (see the module docstring)."""
 
     cfg_class = VelocityEnvCfg
-    num_policy_obs = sum(size for _, size in POLICY_TERMS)
+
+    @property
+    def num_policy_obs(self) -> int:
+        """48 (Isaac Lab's interface), or 50 with the gait clock (``cfg.gait_clock``)."""
+        return num_policy_observations(self.cfg)
 
     def _init_task(self) -> None:
         N, dev, dt = self.num_envs, self.device, self.dtype
@@ -114,13 +119,16 @@ class VelocityEnv(LocomotionEnv):
         base_com = self.params["body_com"][:, 0]
         clean = policy_observation(self.q, self.u, base_com, self.commands.command, self.actions,
                                    self.default_joint_pos, self.to_isaaclab)
+        if self.cfg.gait_clock:
+            time = self.episode_length_buf.to(self.dtype) * self.step_dt
+            clean = torch.cat([clean, gait_clock_observation(time, self.cfg.gait.period)], dim=1)
         policy = clean
         noise = self.cfg.observation_noise
         if noise.enable:
             widths = (noise.base_lin_vel, noise.base_ang_vel, noise.projected_gravity, 0.0, noise.joint_pos,
-                      noise.joint_vel, 0.0)
+                      noise.joint_vel, 0.0, 0.0)  # no noise on the commands, the last actions and the clock
             scale = torch.cat([torch.full((size,), w, dtype=self.dtype, device=self.device)
-                               for (_, size), w in zip(POLICY_TERMS, widths)])
+                               for (_, size), w in zip(policy_terms(self.cfg.gait_clock), widths)])
             policy = policy + self.uniform(-1.0, 1.0, *clean.shape) * scale
         groups = {"policy": policy}
         if self.cfg.privileged_critic:

@@ -329,6 +329,11 @@ class VelocityEnvCfg:
     gait: GaitCfg = field(default_factory=lambda: named_gait("trot"))
     """The foot-height reference's gait (:mod:`.gaits`): ``env.gait=pace`` takes a named gait, ``env.gait.duty=0.6``
     or ``env.gait.phase_offsets.RF=0.4`` change one value."""
+    gait_clock: bool = False
+    """The gait-clock interface: the policy also reads the reference's cycle phase, ``(sin, cos)(2 pi t / period)``
+    after Isaac Lab's 48 observations (50 inputs; :func:`.observations.gait_clock_observation`). Without it the
+    policy cannot see where the episode-clocked reference is in its cycle, and every gait's reference trained a
+    trot (docs/tasks.md, "Gaits")."""
     rewards: RewardsCfg = field(default_factory=RewardsCfg)
     randomization: RandomizationCfg = field(default_factory=RandomizationCfg)
     reset: ResetCfg = field(default_factory=ResetCfg)
@@ -505,3 +510,52 @@ class AnymalDFlatGallopEnvCfg(AnymalDFlatEnvCfg):
 @dataclass
 class AnymalDFlatGallopEnvCfg_PLAY(AnymalDFlatEnvCfg_PLAY):
     gait: GaitCfg = field(default_factory=lambda: named_gait("gallop"))
+
+
+# ---- the gait-clock interface (48 + the gait's clock; docs/tasks.md, "Gaits") ---------------------------------------
+@dataclass
+class AnymalDFlatTrotClockEnvCfg(AnymalDFlatEnvCfg):
+    """``DiffLoco-Velocity-Flat-AnymalD-Trot-Clock``: the trot with the gait clock among the policy's inputs."""
+
+    gait_clock: bool = True
+
+
+@dataclass
+class AnymalDFlatTrotClockEnvCfg_PLAY(AnymalDFlatEnvCfg_PLAY):
+    gait_clock: bool = True
+
+
+@dataclass
+class AnymalDFlatPaceClockEnvCfg(AnymalDFlatPaceEnvCfg):
+    """``DiffLoco-Velocity-Flat-AnymalD-Pace-Clock``: the pace with the gait clock among the policy's inputs."""
+
+    gait_clock: bool = True
+
+
+@dataclass
+class AnymalDFlatPaceClockEnvCfg_PLAY(AnymalDFlatPaceEnvCfg_PLAY):
+    gait_clock: bool = True
+
+
+@dataclass
+class AnymalDFlatBoundClockEnvCfg(AnymalDFlatBoundEnvCfg):
+    """``DiffLoco-Velocity-Flat-AnymalD-Bound-Clock``: the bound with the gait clock among the policy's inputs."""
+
+    gait_clock: bool = True
+
+
+@dataclass
+class AnymalDFlatBoundClockEnvCfg_PLAY(AnymalDFlatBoundEnvCfg_PLAY):
+    gait_clock: bool = True
+
+
+@dataclass
+class AnymalDFlatGallopClockEnvCfg(AnymalDFlatGallopEnvCfg):
+    """``DiffLoco-Velocity-Flat-AnymalD-Gallop-Clock``: the gallop with the gait clock among the policy's inputs."""
+
+    gait_clock: bool = True
+
+
+@dataclass
+class AnymalDFlatGallopClockEnvCfg_PLAY(AnymalDFlatGallopEnvCfg_PLAY):
+    gait_clock: bool = True

@@ -5,6 +5,11 @@ uses (the training env, our hard-contact replay, MuJoCo, Isaac Lab), so there is
 clipping: base linear velocity of the centre of mass in the base frame (m/s, 3), base angular velocity in the
 base frame (rad/s, 3), projected gravity (3), command (vx, vy m/s, wz rad/s) (3), joint positions minus default
 (rad, 12), joint velocities (rad/s, 12), last actions (12); joints in Isaac Lab's order.
+
+``gait_clock_observation`` [N, 2]: the gait-clock interface's two extra inputs, appended after the 48
+(``VelocityEnvCfg.gait_clock``): ``sin(2 pi t / T)``, ``cos(2 pi t / T)``, ``t`` the time since the episode (on a
+robot: the policy) started (s), ``T`` the gait's period (s) -- the cycle phase at which the foot-height reference
+has the left-front foot begin its swing at phase 0 (:mod:`.gaits`).
 """
 
 from __future__ import annotations
@@ -16,6 +21,25 @@ from ..robot_state import BaseState
 #: Observation terms of the policy group, in order, with their sizes.
 POLICY_TERMS = (("base_lin_vel", 3), ("base_ang_vel", 3), ("projected_gravity", 3), ("velocity_commands", 3),
                 ("joint_pos", 12), ("joint_vel", 12), ("actions", 12))
+
+#: The gait-clock interface's extra term, after :data:`POLICY_TERMS`.
+GAIT_CLOCK_TERM = ("gait_clock", 2)
+
+
+def policy_terms(gait_clock: bool) -> tuple[tuple[str, int], ...]:
+    """The policy group's terms, in order: Isaac Lab's 48, then the gait clock where the task has it."""
+    return POLICY_TERMS + ((GAIT_CLOCK_TERM,) if gait_clock else ())
+
+
+def num_policy_observations(cfg) -> int:
+    """The policy observation's size of a velocity task config (48, or 50 with ``cfg.gait_clock``)."""
+    return sum(size for _, size in policy_terms(bool(getattr(cfg, "gait_clock", False))))
+
+
+def gait_clock_observation(time: torch.Tensor, period: float) -> torch.Tensor:
+    """[N, 2]: ``(sin, cos)`` of ``2 pi time / period`` for ``time`` [N] (s since the episode started)."""
+    angle = (2.0 * torch.pi / period) * torch.remainder(time, period)
+    return torch.stack([torch.sin(angle), torch.cos(angle)], dim=1)
 
 
 def policy_observation(q: torch.Tensor, u: torch.Tensor, base_com: torch.Tensor, command: torch.Tensor,
