@@ -6,11 +6,11 @@ its metrics: the quadruped's forward speed), export it, optionally film it.
         --video --video_length 500 env.sim.contact=hard
 
 Writes ``<run>/exported/policy.pt`` (TorchScript) and ``<run>/exported/policy.onnx`` (observation normaliser inside,
-input ``[B, 48]`` float32 in Isaac Lab's observation order (``[B, 50]``: the gait clock after them), output ``[B,
-12]`` actions, deterministic), checks both against the torch policy, and with ``--video`` ``<run>/videos/play.mp4``
-(MuJoCo's renderer, headless). Evaluation settings: no observation noise, no pushes, nominal parameters (as Isaac
-Lab's play configs); the commands are the task's. A checkpoint that is missing, corrupt or of another task or learner
-is a one-line error.
+input ``[B, 48]`` float32 in Isaac Lab's observation order, ``[B, 50]`` with the gait clock after them; output
+``[B, 12]`` actions, deterministic), checks both against the torch policy, and with ``--video``
+``<run>/videos/play.mp4`` (MuJoCo's renderer, headless). Evaluation settings: no observation noise, no pushes,
+nominal parameters (as Isaac Lab's play configs); the commands are the task's. A checkpoint that is missing, corrupt
+or of another task or learner is a one-line error.
 """
 
 from __future__ import annotations
