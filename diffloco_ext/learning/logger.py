@@ -13,6 +13,9 @@ replaced by one line per iteration::
 (the tracking errors are the env's ``Metrics/lin_vel_xy_error`` and ``Metrics/ang_vel_z_error`` when it logs
 them; ``v_x`` in m/s, its ``Metrics/forward_speed``, for the quadruped's forward task). TensorBoard receives the
 same scalars either way.
+
+A run trained in chunks (several ``learn()`` calls: the CLI's wall-clock budget) keeps its one TensorBoard writer,
+events file and stored code state; each call flushes it at its end.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import io
 import statistics
 
 import torch
-from rsl_rl.utils.logger import Logger
+from rsl_rl.utils.logger import Logger, LogWriter
 
 
 def _mean_extra(ep_extras: list[dict], key: str) -> float | None:
@@ -33,6 +36,17 @@ def _mean_extra(ep_extras: list[dict], key: str) -> float | None:
 
 class TrainingLogger(Logger):
     """rsl_rl ``Logger`` with ``log(..., extra_scalars={"Group/name": value})`` and the one-line progress."""
+
+    def init_logging_writer(self) -> None:
+        """rsl_rl's, once per run: a later ``learn()`` of the same run writes on into the open TensorBoard writer."""
+        if self.writer is not None and not isinstance(self.writer, LogWriter):
+            return
+        super().init_logging_writer()
+
+    def stop_logging_writer(self) -> None:
+        super().stop_logging_writer()
+        if self.writer is not None and hasattr(self.writer, "flush"):
+            self.writer.flush()
 
     def log(self, *args, extra_scalars: dict[str, float] | None = None, **kwargs) -> None:
         """As rsl_rl's ``Logger.log``; ``extra_scalars`` keys must contain a ``/``."""

@@ -5,6 +5,7 @@ changed)."""
 import contextlib
 import io
 import math
+import os
 
 import pytest
 import torch
@@ -94,3 +95,18 @@ def test_the_runner_reports_the_curriculum_end_once_logs_it_and_changes_nothing_
     rates = [e.value for e in events.Scalars("Policy/action_rate")]
     assert [e.step for e in logged] == [3]
     assert logged[0].value == pytest.approx(sum(rates[1:3]) / 2, rel=1e-6)  # iterations 2 and 3 (the window of 2)
+
+
+def test_a_run_trained_in_chunks_writes_one_events_file(tmp_path):
+    """Several ``learn()`` calls of one run (the CLI's budgeted chunks) go to one TensorBoard events file, every
+    iteration in it."""
+    runner, _ = _runner(log_dir=str(tmp_path))
+    for n in (2, 2, 1):
+        runner.learn(n)
+    files = [f for f in os.listdir(tmp_path) if f.startswith("events.out.tfevents")]
+    assert len(files) == 1, files
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(tmp_path))
+    events.Reload()
+    assert [e.step for e in events.Scalars("Policy/action_rate")] == [0, 1, 2, 3, 4]
