@@ -8,7 +8,7 @@ a 2-core CPU. Everything goes to logs/shac/anymal_d_flat/<timestamp>_main_job/.
     .venv/bin/python scripts/main_job.py                      # what `make train` runs
     .venv/bin/python scripts/main_job.py --seed 7 env.rewards.foot_slip=-2.0
     .venv/bin/python scripts/main_job.py --from_run logs/shac/anymal_d_flat/<run>   # redo the steps after training
-    .venv/bin/python scripts/main_job.py --task DiffLoco-Velocity-Flat-AnymalD-Pace  # a gait's variant (docs/gaits.md)
+    .venv/bin/python scripts/main_job.py --task DiffLoco-Velocity-Flat-AnymalD-Pace  # a gait (docs/tasks.md, "Gaits")
 """
 
 from __future__ import annotations
