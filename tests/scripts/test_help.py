@@ -11,7 +11,7 @@ NAMES = ["play", "list_envs", "validate", "cross_validate", "export_robot", "ben
          "benchmark_aligned_step",
          "benchmark_body_gaps", "experiments/compare_learners", "experiments/kappa_sweep",
          "experiments/shac_toy_comparison", "experiments/horizon_gradient_check", "experiments/surrogate_jacobians",
-         "experiments/gaits",
+         "experiments/gaits", "experiments/gradient_landscapes",
          "tools/transcribe_assets",
          "tools/compare_checkpoints"]
 
