@@ -18,6 +18,7 @@ Project terms (weight) and the Isaac Lab terms that carry them:
   factor 0.95), ``is_terminated``, ``base_height_l2``, ``is_alive``;
 * foot_slip, excess_joint_vel, torque_saturation (gait terms): :mod:`.mdp`'s terms of the same names (the project's
   functions; torque_saturation on the actuators' computed and applied efforts, at the last substep);
+  swing_contact_force (where the task weights it): :class:`~.mdp.swing_contact_force` on the contact sensor's feet;
   ``after_curriculum``: :mod:`.curriculum` turns them on when the command ranges are full.
 
 Randomisation at every reset, as the project's: foot and body friction U(0.4, 1.2) (Isaac Lab samples static and
@@ -241,6 +242,12 @@ def rewards_cfg(r: task_cfg.RewardsCfg, foot: task_cfg.FootHeightReferenceCfg, g
                                    params={"limit": r.excess_joint_vel_ratio * velocity_limit})
         torque_saturation = RewTerm(func=diffloco_mdp.torque_saturation, weight=r.torque_saturation,
                                     params={"effort_limit": effort_limit})
+        swing_contact_force = RewTerm(
+            func=diffloco_mdp.swing_contact_force, weight=r.swing_contact_force,
+            params={**cmd, "sensor_cfg": SceneEntityCfg("contact_forces", body_names=".*_FOOT", preserve_order=True),
+                    "phase_offsets": dict(gait.phase_offsets), "duty": gait.duty, "period": gait.period,
+                    "swing_height": gait.swing_height, "standing_threshold": foot.standing_threshold}) \
+            if r.swing_contact_force else None
 
     return RewardsCfg()
 

@@ -7,6 +7,8 @@
   reused, so both tasks compute the same number from the same foot heights).
 * :func:`foot_slip`, :func:`excess_joint_vel`: the gait terms of the same names (``foot_slip``,
   ``excess_joint_vel_l2``) on the feet's link velocities and the joint velocities.
+* :class:`swing_contact_force`: the normal force on the feet the gait has in swing, over the robot's weight (the
+  project's ``rewards.swing_contact_force`` on the contact sensor's net forces).
 * :func:`gait_clock`: the gait-clock interface's two extra observations
   (:func:`diffloco_ext.tasks.velocity.observations.gait_clock_observation`, the same function).
 * :func:`torque_saturation`: ``torque_saturation_l2``'s measure on Isaac Lab's actuator efforts (the part of the
@@ -24,6 +26,7 @@ from diffloco_ext.tasks.velocity.rewards import (
     excess_joint_vel_l2,
     foot_height_tracking_exp,
     foot_slip as foot_slip_speed,
+    swing_contact_force as swing_force_share,
 )
 
 
@@ -60,6 +63,39 @@ class foot_height_reference(ManagerTermBase):
         time = env.episode_length_buf.to(foot_height.dtype) * env.step_dt
         h_ref = reference_heights(time, self.phase.to(foot_height.dtype), self.gait, moving)
         return foot_height_tracking_exp(foot_height, h_ref, std)
+
+
+class swing_contact_force(ManagerTermBase):
+    """``sum_f s_f F_f / W`` [N] (1): ``F_f`` the contact sensor's normal (world z) net force on foot ``f`` (N),
+    ``s_f`` the gait's reference height over its apex at the episode time (0 in stance; zero for envs commanded to
+    stand), ``W`` the robot's weight (N, its bodies' masses under the simulation's gravity).
+
+    Params: ``sensor_cfg`` (the contact sensor, ``body_names`` the feet), ``command_name``, the fields of
+    :class:`GaitCfg` and ``standing_threshold``.
+    """
+
+    def __init__(self, cfg: RewardTermCfg, env) -> None:
+        super().__init__(cfg, env)
+        p = cfg.params
+        sensor_cfg: SceneEntityCfg = p["sensor_cfg"]
+        sensor = env.scene.sensors[sensor_cfg.name]
+        names = [sensor.body_names[i] for i in sensor_cfg.body_ids] if not isinstance(sensor_cfg.body_ids, slice) \
+            else list(sensor.body_names)
+        self.gait = GaitCfg(phase_offsets=dict(p["phase_offsets"]), duty=p["duty"], period=p["period"],
+                            swing_height=p["swing_height"])
+        self.phase = torch.tensor(self.gait.offsets_of(names), device=env.device)
+        self.gravity = float(torch.linalg.norm(torch.tensor(env.sim.cfg.gravity, dtype=torch.float64)))
+
+    def __call__(self, env, sensor_cfg: SceneEntityCfg, command_name: str, phase_offsets: dict, duty: float,
+                 period: float, swing_height: float, standing_threshold: float) -> torch.Tensor:
+        sensor = env.scene.sensors[sensor_cfg.name]
+        force_z = sensor.data.net_forces_w.torch[:, sensor_cfg.body_ids, 2]
+        command = env.command_manager.get_command(command_name)
+        moving = torch.linalg.norm(command, dim=1) > standing_threshold
+        time = env.episode_length_buf.to(force_z.dtype) * env.step_dt
+        swing = reference_heights(time, self.phase.to(force_z.dtype), self.gait, moving) / max(swing_height, 1e-9)
+        weight = env.scene["robot"].data.body_mass.torch.sum(dim=1).to(force_z.dtype) * self.gravity  # randomised
+        return swing_force_share(swing, force_z, weight)
 
 
 def _feet_height_and_velocity(env, asset_cfg: SceneEntityCfg, foot_radius: float) -> tuple[torch.Tensor, torch.Tensor]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from diffloco_ext.tasks.velocity.env import REWARD_TERMS
+
 from .finite_differences import three_steps_through_a_reset_match_finite_differences
 from .velocity_envs import adversarial_env, exact_env, make_env, return_through
 
@@ -19,6 +21,7 @@ def test_env_step_gradients_match_finite_differences_through_a_reset():
     env.cfg.grad_clip_relative = None  # the exact gradient
     r = env.cfg.rewards  # the gait terms on (0 by default), the joint-speed hinge active at these speeds
     r.foot_slip, r.excess_joint_vel, r.excess_joint_vel_ratio = -1.0, -0.1, 0.05
+    r.swing_contact_force = -4.0  # the gait-clock tasks' term: through the contact forces and the reference
     state, actions = three_steps_through_a_reset_match_finite_differences(env, seed=0)
     # env 0 reset after step 1: its last step's observations do not depend on its first actions
     env.load_state_dict(state)
@@ -90,3 +93,42 @@ def test_relative_gradient_clip_bounds_outlier_envs_only():
     # in an env rollout: on by default, and it changes the gradient only where a row is an outlier
     env = make_env(num_envs=4, heading=False)
     assert env.cfg.grad_clip_relative is not None
+
+
+def test_swing_contact_force_gradient_through_the_contact_forces_matches_finite_differences():
+    """The gait-clock tasks' swing-force term alone (every other weight 0), robots standing on the ground with the
+    reference lifting their feet (mid-episode, commanded to walk): float64 central differences of one step's reward
+    w.r.t. the actions against the gradient through the smoothed contact forces."""
+    env = make_env(num_envs=2, heading=False, randomize=False)
+    env.cfg.grad_clip_relative = None
+    for _ in range(30):  # settle onto the feet
+        env.step(torch.zeros(2, 12, dtype=torch.float64))
+    r = env.cfg.rewards
+    for name in REWARD_TERMS:
+        setattr(r, name, 0.0)
+    r.swing_contact_force, r.after_curriculum, r.weights_curriculum_end = 1.0, (), {}
+    r.weights_after_curriculum = {}
+    env.commands.command[:] = torch.tensor([0.6, 0.0, 0.0])
+    env.episode_length_buf[:] = torch.tensor([7, 22])  # phases with a foot pair in swing
+    env.detach_state()
+    state = env.state_dict()
+    base = torch.tensor(np.random.default_rng(4).uniform(-0.2, 0.2, (2, 12)))
+
+    def reward(actions):
+        env.load_state_dict(state)
+        env.commands.command[:] = torch.tensor([0.6, 0.0, 0.0])
+        return env.step(actions)[1]
+
+    a = base.clone().requires_grad_(True)
+    value = reward(a)
+    assert (value > 1e-4).all()  # feet on the ground while the reference lifts them (weight +1: the raw term)
+    (grad,) = torch.autograd.grad(value.sum(), a)
+    eps, fd = 1e-6, torch.zeros_like(base)
+    for e in range(2):
+        for j in range(12):
+            hi, lo = base.clone(), base.clone()
+            hi[e, j] += eps
+            lo[e, j] -= eps
+            with torch.no_grad():
+                fd[e, j] = (reward(hi)[e] - reward(lo)[e]) / (2 * eps)
+    torch.testing.assert_close(grad, fd, rtol=1e-4, atol=1e-7)

@@ -31,7 +31,7 @@ from .observations import gait_clock_observation, num_policy_observations, polic
 #: The reward terms, by the name of their weight in :class:`~.env_cfg.RewardsCfg` (and of their log entry).
 REWARD_TERMS = ("track_lin_vel_xy", "track_ang_vel_z", "lin_vel_z", "ang_vel_xy", "flat_orientation", "joint_torques",
                 "joint_acc", "action_rate", "foot_height_reference", "undesired_contact", "joint_pos_limits",
-                "base_height", "alive", "foot_slip", "excess_joint_vel", "torque_saturation")
+                "base_height", "alive", "foot_slip", "excess_joint_vel", "torque_saturation", "swing_contact_force")
 
 class VelocityEnv(LocomotionEnv):
     """Velocity tracking for a quadruped in the differentiable simulator (see the module docstring)."""
@@ -194,6 +194,8 @@ class VelocityEnv(LocomotionEnv):
             "excess_joint_vel": (c.excess_joint_vel, R.excess_joint_vel_l2(
                 self.u[:, 6:], c.excess_joint_vel_ratio * self.robot.actuator.velocity_limit)),
             "torque_saturation": (c.torque_saturation, self._torque_saturation(before)),
+            "swing_contact_force": (c.swing_contact_force, R.swing_contact_force(
+                reference / max(self.cfg.gait.swing_height, 1e-9), out.contact_force[..., 2], self._weight())),
         }
         if c.weights_curriculum_end:
             f = ramp_fraction(self.commands.progress, self._weights_curriculum_ramp)
@@ -208,6 +210,11 @@ class VelocityEnv(LocomotionEnv):
         self.foot_height = self.foot_height.detach()
         weighted = {k: w * v * self.step_dt for k, (w, v) in terms.items()}
         return sum(weighted.values()), weighted
+
+    def _weight(self) -> torch.Tensor:
+        """[N] the robot's weight (N): its randomised masses under the model's gravity."""
+        gravity = torch.linalg.norm(self.nominal["gravity"].to(self.dtype), dim=-1)
+        return self.params["body_mass"].sum(dim=1) * gravity
 
     def _termination_reward(self) -> float:
         return self.cfg.rewards.termination

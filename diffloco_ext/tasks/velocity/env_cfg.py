@@ -152,6 +152,9 @@ class RewardsCfg:
       default here (Isaac Lab's flat ANYmal-D task has neither).
     * ``torque_saturation``: the squared part of the PD demand outside the DC-motor envelope (over the effort
       limit), at the policy step's start, where the validation's saturation gate measures it. 0 by default here.
+    * ``swing_contact_force``: the normal force on each foot while the gait's reference has it in swing (weighted by
+      the reference's height over its apex), as a fraction of the robot's weight (``rewards.swing_contact_force``).
+      0 by default; the gait-clock tasks use it.
 
     ``after_curriculum`` names terms that count only once the command curriculum has reached the full ranges
     (weight 0 before; at once without a curriculum): a training choice, so that a term shaping the gait does not
@@ -194,6 +197,7 @@ class RewardsCfg:
     excess_joint_vel: float = 0.0
     excess_joint_vel_ratio: float = 0.8  # x the DC motor's no-load speed (ANYmal D: 7.5 rad/s)
     torque_saturation: float = 0.0
+    swing_contact_force: float = 0.0
     after_curriculum: tuple[str, ...] = ()
     weights_after_curriculum: dict[str, float] = field(default_factory=dict)
     weights_ramp: tuple[int, int] = (0, 0)  # policy steps after the curriculum's end
@@ -513,11 +517,23 @@ class AnymalDFlatGallopEnvCfg_PLAY(AnymalDFlatEnvCfg_PLAY):
 
 
 # ---- the gait-clock interface (48 + the gait's clock; docs/tasks.md, "Gaits") ---------------------------------------
+#: The gait-clock tasks' weight of ``rewards.swing_contact_force`` (design: gait clock).
+GAIT_CLOCK_SWING_CONTACT_FORCE = -4.0
+
+
+def _gait_clock_recipe(cfg: VelocityEnvCfg) -> None:
+    """What the gait-clock tasks add to the recipe: the clock among the inputs, the swing-force penalty."""
+    cfg.gait_clock = True
+    cfg.rewards.swing_contact_force = GAIT_CLOCK_SWING_CONTACT_FORCE
+
+
 @dataclass
 class AnymalDFlatTrotClockEnvCfg(AnymalDFlatEnvCfg):
     """``DiffLoco-Velocity-Flat-AnymalD-Trot-Clock``: the trot with the gait clock among the policy's inputs."""
 
-    gait_clock: bool = True
+    def __post_init__(self):
+        super().__post_init__()
+        _gait_clock_recipe(self)
 
 
 @dataclass
@@ -529,7 +545,9 @@ class AnymalDFlatTrotClockEnvCfg_PLAY(AnymalDFlatEnvCfg_PLAY):
 class AnymalDFlatPaceClockEnvCfg(AnymalDFlatPaceEnvCfg):
     """``DiffLoco-Velocity-Flat-AnymalD-Pace-Clock``: the pace with the gait clock among the policy's inputs."""
 
-    gait_clock: bool = True
+    def __post_init__(self):
+        super().__post_init__()
+        _gait_clock_recipe(self)
 
 
 @dataclass
@@ -541,7 +559,9 @@ class AnymalDFlatPaceClockEnvCfg_PLAY(AnymalDFlatPaceEnvCfg_PLAY):
 class AnymalDFlatBoundClockEnvCfg(AnymalDFlatBoundEnvCfg):
     """``DiffLoco-Velocity-Flat-AnymalD-Bound-Clock``: the bound with the gait clock among the policy's inputs."""
 
-    gait_clock: bool = True
+    def __post_init__(self):
+        super().__post_init__()
+        _gait_clock_recipe(self)
 
 
 @dataclass
@@ -553,7 +573,9 @@ class AnymalDFlatBoundClockEnvCfg_PLAY(AnymalDFlatBoundEnvCfg_PLAY):
 class AnymalDFlatGallopClockEnvCfg(AnymalDFlatGallopEnvCfg):
     """``DiffLoco-Velocity-Flat-AnymalD-Gallop-Clock``: the gallop with the gait clock among the policy's inputs."""
 
-    gait_clock: bool = True
+    def __post_init__(self):
+        super().__post_init__()
+        _gait_clock_recipe(self)
 
 
 @dataclass

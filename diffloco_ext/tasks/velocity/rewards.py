@@ -94,3 +94,13 @@ def joint_pos_limits(joint_pos: torch.Tensor, lower: torch.Tensor, upper: torch.
 def foot_height_tracking_exp(foot_height: torch.Tensor, reference: torch.Tensor, std: float) -> torch.Tensor:
     """``exp(-sum_f (h_f - h_ref_f)^2 / std^2)`` for foot heights [N, F] above the ground (m)."""
     return torch.exp(-torch.sum(torch.square(foot_height - reference), dim=1) / std**2)
+
+
+def swing_contact_force(swing: torch.Tensor, normal_force: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """``sum_f s_f F_f / W`` (1): the ground's normal force ``normal_force`` [N, F] (N, >= 0) on each foot weighted by
+    how far the gait has it in its swing, ``swing`` [N, F] in [0, 1] (the foot-height reference over its apex: 0 in
+    stance, 1 mid-swing), as a fraction of the robot's weight ``weight`` [N] (N). A foot that carries the body when
+    the gait lifts it costs; with the clock among the inputs this sets which feet support the body when (the
+    swing-phase force term of periodic gait rewards: Siekmann et al., arXiv 2011.01387; Margolis and Agrawal,
+    arXiv 2212.03238)."""
+    return torch.sum(swing * torch.relu(normal_force), dim=1) / weight
