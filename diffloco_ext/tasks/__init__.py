@@ -55,23 +55,17 @@ TASKS = {
     ),
 }
 
-# the gaits' variants of the ANYmal-D task (docs/tasks.md, "Gaits"): its configs with another gait
-for _gait in ("Pace", "Bound", "Gallop"):
-    TASKS[f"DiffLoco-Velocity-Flat-AnymalD-{_gait}"] = dict(
+# the gaits' variants of the ANYmal-D task (docs/tasks.md, "Gaits"): its configs with another gait (Isaac Lab's 48
+# observations), and the gait-clock interface (the 48 + the gait's clock), one task per gait
+_GAIT_VARIANTS = [(g, g) for g in ("Pace", "Bound", "Gallop")] + [
+    (f"{g}-Clock", f"{g}Clock") for g in ("Trot", "Pace", "Bound", "Gallop")]
+for _suffix, _name in _GAIT_VARIANTS:
+    TASKS[f"DiffLoco-Velocity-Flat-AnymalD-{_suffix}"] = dict(
         entry_point=f"{_VELOCITY}.env:VelocityEnv",
-        env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlat{_gait}EnvCfg",
-        play_env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlat{_gait}EnvCfg_PLAY",
-        rsl_rl_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlat{_gait}PPORunnerCfg",
-        shac_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlat{_gait}SHACRunnerCfg",
-    )
-# the gait-clock interface (Isaac Lab's 48 observations + the gait's clock), one task per gait
-for _gait in ("Trot", "Pace", "Bound", "Gallop"):
-    TASKS[f"DiffLoco-Velocity-Flat-AnymalD-{_gait}-Clock"] = dict(
-        entry_point=f"{_VELOCITY}.env:VelocityEnv",
-        env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlat{_gait}ClockEnvCfg",
-        play_env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlat{_gait}ClockEnvCfg_PLAY",
-        rsl_rl_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlat{_gait}ClockPPORunnerCfg",
-        shac_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlat{_gait}ClockSHACRunnerCfg",
+        env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlat{_name}EnvCfg",
+        play_env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlat{_name}EnvCfg_PLAY",
+        rsl_rl_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlat{_name}PPORunnerCfg",
+        shac_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlat{_name}SHACRunnerCfg",
     )
 
 for _task_id, _spec in TASKS.items():
