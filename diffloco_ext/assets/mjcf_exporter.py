@@ -12,7 +12,8 @@ after the foot) and, on request, one actuator per joint:
 * ``actuators="none"``.
 
 Only foot spheres collide (robot self-collision and body-ground contact are left out on purpose: the
-differentiable simulator models foot contact only, and the exported model is used to compare against it).
+differentiable simulator models foot contact only, and the exported model is used to compare against it). The
+ground is a plane at z = 0, or a height field (:func:`add_height_field`, ``to_mjspec(robot, terrain=...)``).
 
 The MJCF text is written here with full float precision (``repr``) and then parsed by
 ``mujoco.MjSpec.from_string``: ``MjSpec.to_xml`` rounds numbers to 6 significant digits, which moves masses
@@ -131,11 +132,42 @@ def to_mjcf(
     return ET.tostring(root, encoding="unicode")
 
 
-def to_mjspec(robot: RobotDescription, **kwargs) -> mujoco.MjSpec:
-    """The robot as an editable ``MjSpec`` (arguments as :func:`to_mjcf`)."""
-    return mujoco.MjSpec.from_string(to_mjcf(robot, **kwargs))
+def to_mjspec(robot: RobotDescription, terrain: tuple | None = None, **kwargs) -> mujoco.MjSpec:
+    """The robot as an editable ``MjSpec`` (arguments as :func:`to_mjcf`); with ``terrain``, on that height field
+    instead of the floor plane (:func:`add_height_field`)."""
+    if terrain is not None:
+        kwargs["floor"] = False
+    spec = mujoco.MjSpec.from_string(to_mjcf(robot, **kwargs))
+    if terrain is not None:
+        add_height_field(spec, *terrain, friction=kwargs.get("friction", 1.0))
+    return spec
 
 
-def to_mjmodel(robot: RobotDescription, **kwargs) -> mujoco.MjModel:
-    """The robot compiled to an ``MjModel`` (arguments as :func:`to_mjcf`)."""
-    return to_mjspec(robot, **kwargs).compile()
+def to_mjmodel(robot: RobotDescription, terrain: tuple | None = None, **kwargs) -> mujoco.MjModel:
+    """The robot compiled to an ``MjModel`` (arguments as :func:`to_mjspec`)."""
+    return to_mjspec(robot, terrain, **kwargs).compile()
+
+
+def add_height_field(spec: mujoco.MjSpec, heights: np.ndarray, origin_xy: tuple[float, float], resolution: float,
+                     friction: float = 1.0, base_thickness: float = 1.0, name: str = "terrain") -> None:
+    """Add a height field to ``spec``'s world as the ground the feet collide with (as the floor plane would):
+    ``heights`` [nx, ny] (m) at the nodes ``(x0 + i res, y0 + j res)`` (``origin_xy = (x0, y0)``), the simulator's
+    layout (:class:`diffloco_ext.sim.terrain.HeightField`). MuJoCo stores rows along y and columns along x,
+    normalised to its elevation range: the geom is placed at the lowest height and spans the range, so the
+    surface's nodes are exactly ``heights``. Between nodes MuJoCo's surface is two triangles per cell (the
+    simulator's is bilinear): the two agree at the nodes and along the cell edges."""
+    h = np.asarray(heights, dtype=np.float64)
+    if h.ndim != 2 or min(h.shape) < 2 or not np.isfinite(h).all():
+        raise ValueError(f"height field: heights must be a finite [nx >= 2, ny >= 2] array, got shape {h.shape}")
+    if not resolution > 0:
+        raise ValueError(f"height field: resolution must be > 0 m, got {resolution}")
+    nx, ny = h.shape
+    low, span = float(h.min()), float(h.max() - h.min())
+    elevation = max(span, 1e-6)  # MuJoCo needs a positive elevation range (a flat field: all zero)
+    field = spec.add_hfield(name=name, nrow=ny, ncol=nx,
+                            size=[(nx - 1) * resolution / 2, (ny - 1) * resolution / 2, elevation, base_thickness])
+    field.userdata = ((h - low) / elevation).T.ravel().tolist()
+    spec.worldbody.add_geom(name=name, type=mujoco.mjtGeom.mjGEOM_HFIELD, hfieldname=name,
+                            pos=[origin_xy[0] + (nx - 1) * resolution / 2, origin_xy[1] + (ny - 1) * resolution / 2,
+                                 low],
+                            contype=2, conaffinity=0, friction=[friction, 0.005, 0.0001])

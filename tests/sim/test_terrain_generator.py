@@ -91,3 +91,31 @@ def test_bad_configs_are_one_line_errors(override, match):
     assert "\n" not in str(err.value)
     with pytest.raises(ValueError, match="no field 'levels'"):
         tg.rough_terrains_cfg(levels=3)
+
+
+def test_mujoco_height_field_is_the_same_ground():
+    """MuJoCo's hfield built from the generated heights (``to_mjspec(robot, terrain=...)``): rays cast down onto it
+    meet the simulator's surface at the nodes and along the cell edges (where MuJoCo's two triangles per cell and the
+    simulator's bilinear patch coincide), over stairs, pits, boxes and random rough."""
+    import mujoco
+
+    from diffloco_ext.assets import get_robot
+    from diffloco_ext.assets.mjcf_exporter import to_mjmodel
+
+    terrain = tg.generate(tg.rough_terrains_cfg(num_rows=2, num_cols=5, border_width=1.0, seed=4, sub_terrains={
+        k: v for k, v in tg.rough_terrains_cfg().sub_terrains.items() if "slope" not in k}))
+    model = to_mjmodel(get_robot("anymal_d"), terrain=(terrain.heights, terrain.origin_xy, 0.1), actuators="none")
+    data = mujoco.MjData(model)
+    data.qpos[2] = 50.0  # the robot (free base) far above the field: the rays meet the ground only
+    mujoco.mj_forward(model, data)
+    gen = np.random.default_rng(0)
+    i = gen.integers(0, terrain.heights.shape[0] - 1, 300)
+    j = gen.integers(0, terrain.heights.shape[1] - 1, 300)
+    along = gen.uniform(0.0, 1.0, 300)
+    x = terrain.origin_xy[0] + 0.1 * np.concatenate([i, i + along, i])  # nodes, edges along x, edges along y
+    y = terrain.origin_xy[1] + 0.1 * np.concatenate([j, j, j + along])
+    geom = np.zeros(1, dtype=np.int32)
+    hit = np.array([10.0 - mujoco.mj_ray(model, data, np.array([px, py, 10.0]), np.array([0.0, 0.0, -1.0]), None, 1,
+                                         -1, geom) for px, py in zip(x, y)])
+    np.testing.assert_allclose(hit, terrain.height_at(x, y), atol=2e-6)
+    assert np.ptp(hit) > 0.5  # stairs up and pits down: a real relief
