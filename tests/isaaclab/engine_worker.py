@@ -70,6 +70,21 @@ def probe_env(engine: str) -> dict:
     out["excess_terms"]["foot_slip"] = diffloco_mdp.foot_slip(env, feet, 0.03, 10.0, 1e-3).double().tolist()
     out["excess_expected"]["foot_slip"] = data.body_link_lin_vel_w.torch[:, feet.body_ids, :2].double().norm(
         dim=-1).sum(1).tolist()
+    # the swing-force term, a pronk of period 0.4 s at 0.1 s (every foot mid-swing: s = 1) for every env (threshold
+    # -1): the feet's summed normal force over the robot's weight
+    from isaaclab.managers import RewardTermCfg
+
+    sensor = SceneEntityCfg("contact_forces", body_names=".*_FOOT", preserve_order=True)
+    sensor.resolve(env.scene)
+    params = {"sensor_cfg": sensor, "command_name": "base_velocity", "phase_offsets": dict.fromkeys(
+        ("LF", "RF", "LH", "RH"), 0.0), "duty": 0.5, "period": 0.4, "swing_height": 0.08, "standing_threshold": -1.0}
+    term = diffloco_mdp.swing_contact_force(RewardTermCfg(func=diffloco_mdp.swing_contact_force, weight=1.0,
+                                                          params=params), env)
+    env.episode_length_buf[:] = 5
+    out["excess_terms"]["swing_contact_force"] = term(env, **params).double().tolist()
+    forces = env.scene.sensors["contact_forces"].data.net_forces_w.torch[:, sensor.body_ids, 2].double()
+    out["excess_expected"]["swing_contact_force"] = (
+        forces.sum(1) / (data.body_mass.torch.double().sum(1) * 9.81)).tolist()
     # a known joint state, by name: the observation's joint block must list it in the policy's order
     values = {name: 0.05 * (i + 1) for i, name in enumerate(sorted(robot.joint_names))}
     position = torch.tensor([[values[n] for n in robot.joint_names]] * 4, dtype=torch.float32)
