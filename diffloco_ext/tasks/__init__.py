@@ -9,7 +9,7 @@ light and must not fail.
 | ``DiffLoco-Velocity-Flat-AnymalD`` | velocity tracking, Isaac Lab's flat ANYmal-D interface | ANYmal D |
 | ``DiffLoco-Velocity-Flat-AnymalD-Aligned`` | the same, on Song et al.'s aligned step (MuJoCo forward) | ANYmal D |
 | ``DiffLoco-Velocity-Flat-AnymalD-{Pace,Bound,Gallop}`` | the same, with that gait's foot-height reference | ANYmal D |
-| ``DiffLoco-Velocity-Flat-AnymalD-{Trot,Pace,Bound,Gallop}-Clock`` | that gait, + gait clock (50 obs) | ANYmal D |
+| ``DiffLoco-Velocity-Flat-AnymalD-{Pace,Bound,Gallop}-Clock`` | that gait, + the gait clock (50 obs) | ANYmal D |
 | ``DiffLoco-Velocity-Flat-AnymalC`` | velocity tracking (Schwarke et al., arXiv 2404.02887, A.3) | ANYmal C |
 | ``DiffLoco-Quadruped-Forward`` | forward walking at 1 m/s (Schwarke et al., A.2) | Warp quadruped |
 
@@ -58,7 +58,7 @@ TASKS = {
 # the gaits' variants of the ANYmal-D task (docs/tasks.md, "Gaits"): its configs with another gait (Isaac Lab's 48
 # observations), and the gait-clock interface (the 48 + the gait's clock), one task per gait
 _GAIT_VARIANTS = [(g, g) for g in ("Pace", "Bound", "Gallop")] + [
-    (f"{g}-Clock", f"{g}Clock") for g in ("Trot", "Pace", "Bound", "Gallop")]
+    (f"{g}-Clock", f"{g}Clock") for g in ("Pace", "Bound", "Gallop")]
 for _suffix, _name in _GAIT_VARIANTS:
     TASKS[f"DiffLoco-Velocity-Flat-AnymalD-{_suffix}"] = dict(
         entry_point=f"{_VELOCITY}.env:VelocityEnv",

@@ -131,16 +131,6 @@ class AnymalDFlatGallopPPORunnerCfg(AnymalDFlatPPORunnerCfg):
 
 
 @dataclass
-class AnymalDFlatTrotClockSHACRunnerCfg(AnymalDFlatSHACRunnerCfg):
-    experiment_name: str = "anymal_d_flat_trot_clock"
-
-
-@dataclass
-class AnymalDFlatTrotClockPPORunnerCfg(AnymalDFlatPPORunnerCfg):
-    experiment_name: str = "anymal_d_flat_trot_clock"
-
-
-@dataclass
 class AnymalDFlatPaceClockSHACRunnerCfg(AnymalDFlatSHACRunnerCfg):
     experiment_name: str = "anymal_d_flat_pace_clock"
 

@@ -528,20 +528,6 @@ def _gait_clock_recipe(cfg: VelocityEnvCfg) -> None:
 
 
 @dataclass
-class AnymalDFlatTrotClockEnvCfg(AnymalDFlatEnvCfg):
-    """``DiffLoco-Velocity-Flat-AnymalD-Trot-Clock``: the trot with the gait clock among the policy's inputs."""
-
-    def __post_init__(self):
-        super().__post_init__()
-        _gait_clock_recipe(self)
-
-
-@dataclass
-class AnymalDFlatTrotClockEnvCfg_PLAY(AnymalDFlatEnvCfg_PLAY):
-    gait_clock: bool = True
-
-
-@dataclass
 class AnymalDFlatPaceClockEnvCfg(AnymalDFlatPaceEnvCfg):
     """``DiffLoco-Velocity-Flat-AnymalD-Pace-Clock``: the pace with the gait clock among the policy's inputs."""
 
