@@ -1,13 +1,14 @@
 """Which gait does each gait's policy walk, and how well does it track? (the gaits of ``docs/results.md``)
 
-For each ``scripts/main_job.py`` run folder given (one per gait: ``--task DiffLoco-Velocity-Flat-AnymalD[-Pace|-Bound|
--Gallop]``), from its ``main_job_summary.json``: the task, the training time, and the tracking measurement (100
-episodes of uniform random commands, 20 s, in our hard contact and MuJoCo): planar and yaw-rate errors, falls, and
-the gait of every episode over its steps commanded faster than 0.3 m/s (:mod:`diffloco_ext.validation.gait_analysis`):
-the share of each class, the share walking the task's gait, the stride frequency and duty factors. Then the exported
-policy walks forward in MuJoCo (``config/validation/anymal_d_gait_patterns.yaml``: 0.5 m/s, then 1.0 m/s) for the
-contact-pattern figure: one row per gait, the stance of each foot over the last 2 s at each speed, and the phase
-offsets of the measured episodes on the circle.
+For each ``scripts/main_job.py`` run folder given (one per gait and interface: ``--task
+DiffLoco-Velocity-Flat-AnymalD[-Pace|-Bound|-Gallop][-Clock]``), from its ``main_job_summary.json``: the task, the
+training time, and the tracking measurement (100 episodes of uniform random commands, 20 s, in our hard contact and
+MuJoCo): planar and yaw-rate errors, falls, and the gait of every episode over its steps commanded faster than 0.3
+m/s (:mod:`diffloco_ext.validation.gait_analysis`): the share of each class, the share walking the task's gait, the
+stride frequency and duty factors. Then the exported policy walks forward in MuJoCo
+(``config/validation/anymal_d_gait_patterns.yaml``: 0.5 m/s, then 1.0 m/s) for the contact-pattern figure: one row
+per gait, the stance of each foot over the last 2 s at each speed, and the phase offsets of the measured episodes on
+the circle.
 
     .venv/bin/python scripts/experiments/gaits.py --runs logs/shac/anymal_d_flat/<run> \\
         logs/shac/anymal_d_flat_pace/<run> logs/shac/anymal_d_flat_bound/<run> logs/shac/anymal_d_flat_gallop/<run> \\
@@ -90,7 +91,8 @@ def figure(entries: list[dict], patterns: list[dict], path: str, window_s: float
                 ax.fill_between(t[keep], f - 0.4, f + 0.4, where=stance[keep, i], step="mid", color=f"C{f}")
             ax.set_yticks(range(len(LEGS)), LEGS)
             ax.set_xlabel("time (s)")
-            ax.set_title(f"{entry['gait_name']}: stance in MuJoCo at {speed:g} m/s", fontsize=9)
+            interface = "gait clock" if entry["task"].endswith("-Clock") else "48 obs"
+            ax.set_title(f"{entry['gait_name']} ({interface}): stance in MuJoCo at {speed:g} m/s", fontsize=9)
         ax = fig.add_subplot(len(entries), 3, 3 * row + 3, projection="polar")
         offsets = entry["validators"].get("MuJoCo", {}).get("episode_offsets") or []
         for f, leg in enumerate(LEGS[1:], start=1):
