@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from diffloco_ext.tasks import registry
-from diffloco_ext.tasks.velocity.env import POLICY_TERMS
+from diffloco_ext.tasks.velocity.observations import POLICY_TERMS
 
 from .velocity_envs import ISAACLAB_ORDER, make_env
 
