@@ -130,7 +130,6 @@ def torque_saturation(env, effort_limit: float, asset_cfg: SceneEntityCfg = Scen
     return torch.sum(torch.square(excess / effort_limit), dim=1)
 
 
-
 def gait_clock(env, period: float) -> torch.Tensor:
     """``(sin, cos)(2 pi t / period)`` [N, 2] at the episode time ``t = episode_length_buf * step_dt`` (s), the time
     of the foot-height reference (:class:`foot_height_reference`)."""

@@ -97,23 +97,29 @@ def test_env_cfg_values_come_from_the_project_task(tmp_path, monkeypatch):
 
 def test_a_gait_clock_task_gives_the_twin_the_same_clock(tmp_path, monkeypatch):
     """A project task with the gait clock gives its twin the clock term (the project's function, the gait's period)
-    after the 48; without it the twin's policy group is Isaac Lab's 48 terms."""
+    after the 48 and the swing-force penalty; without them the twin's policy group is Isaac Lab's 48 terms."""
     monkeypatch.setenv("DIFFLOCO_USD_DIR", str(tmp_path))
     from types import SimpleNamespace
 
     import torch
 
     from diffloco_ext.isaaclab.env_cfg import AnymalDFlatIsaacEnvCfg, mirrorable
-    from diffloco_ext.isaaclab.mdp import gait_clock
+    from diffloco_ext.isaaclab.mdp import gait_clock, swing_contact_force
     from diffloco_ext.tasks.velocity.env_cfg import AnymalDFlatBoundClockEnvCfg
+    from diffloco_ext.tasks.velocity.gaits import GAITS
 
     class Clocked(AnymalDFlatIsaacEnvCfg):
         def project_task(self):
             return mirrorable(AnymalDFlatBoundClockEnvCfg())
 
-    term = Clocked().observations.policy.gait_clock
+    clocked = Clocked()
+    term = clocked.observations.policy.gait_clock
     assert term.func is gait_clock and term.params == {"period": 0.6}
-    assert AnymalDFlatIsaacEnvCfg().observations.policy.gait_clock is None
+    swing = clocked.rewards.swing_contact_force  # the clock task's swing-force penalty, with the bound's phases
+    assert swing.func is swing_contact_force and swing.weight == -4.0
+    assert swing.params["phase_offsets"] == GAITS["bound"] and swing.params["period"] == 0.6
+    plain = AnymalDFlatIsaacEnvCfg()
+    assert plain.observations.policy.gait_clock is None and plain.rewards.swing_contact_force is None
     env = SimpleNamespace(episode_length_buf=torch.tensor([0, 15, 30]), step_dt=0.02)
     torch.testing.assert_close(gait_clock(env, 0.6), torch.tensor([[0.0, 1.0], [0.0, -1.0], [0.0, 1.0]]),
                                rtol=0, atol=1e-6)

@@ -33,7 +33,6 @@ def test_rough_layout_is_isaac_labs(rough):
 
 def test_tiles_at_hand_checked_nodes(rough):
     """Stairs: 6 rings of 0.3 m inside the 1-m band, the centre at 7 steps; the pit mirrored; the origins on top."""
-    cfg = rough.cfg
     for col, sign in ((0, 1), (4, -1)):
         d = rough.difficulty[3, col]
         h = 0.05 + d * 0.18
@@ -53,7 +52,6 @@ def test_tiles_at_hand_checked_nodes(rough):
     assert np.abs(tile).max() <= g + 1e-9 and len(np.unique(np.round(tile, 9))) > 100  # 289 boxes at U(-g, g)
     rough_tile = rough.heights[200: 200 + 81, 200 + 12 * 80: 200 + 13 * 80 + 1]
     assert set(np.round(rough_tile[3:-3, 3:-3], 9).ravel()) <= {0.02, 0.04, 0.06, 0.08, 0.1}
-    assert cfg.resolution == 0.1
 
 
 def test_the_same_seed_gives_the_same_terrain_and_another_seed_another():

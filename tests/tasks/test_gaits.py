@@ -121,6 +121,11 @@ def test_gait_clock_interface_reads_the_references_cycle_phase():
     assert clock[0].tolist() == [0.0, 1.0] and clock[1, 1] < 0.9
     plain = registry.load_cfg("DiffLoco-Velocity-Flat-AnymalD-Pace")
     assert not plain.gait_clock and not AnymalDFlatEnvCfg().gait_clock
+    # the clock tasks' recipe adds the swing-force penalty; their play configs keep the clock
+    for gait in ("Pace", "Bound", "Gallop"):
+        task = f"DiffLoco-Velocity-Flat-AnymalD-{gait}-Clock"
+        assert registry.load_cfg(task).rewards.swing_contact_force == -4.0 and registry.load_play_cfg(task).gait_clock
+    assert plain.rewards.swing_contact_force == 0.0
 
 
 def test_gait_clock_override():
