@@ -248,6 +248,11 @@ def rewards_cfg(r: task_cfg.RewardsCfg, foot: task_cfg.FootHeightReferenceCfg, g
                     "phase_offsets": dict(gait.phase_offsets), "duty": gait.duty, "period": gait.period,
                     "swing_height": gait.swing_height, "standing_threshold": foot.standing_threshold}) \
             if r.swing_contact_force else None
+        paired_contact_force = RewTerm(
+            func=diffloco_mdp.paired_contact_force, weight=r.paired_contact_force,
+            params={**cmd, "sensor_cfg": SceneEntityCfg("contact_forces", body_names=".*_FOOT", preserve_order=True),
+                    "phase_offsets": dict(gait.phase_offsets), "standing_threshold": foot.standing_threshold}) \
+            if r.paired_contact_force else None
 
     return RewardsCfg()
 

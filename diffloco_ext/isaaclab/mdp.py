@@ -9,6 +9,8 @@
   ``excess_joint_vel_l2``) on the feet's link velocities and the joint velocities.
 * :class:`swing_contact_force`: the normal force on the feet the gait has in swing, over the robot's weight (the
   project's ``rewards.swing_contact_force`` on the contact sensor's net forces).
+* :class:`paired_contact_force`: the difference of the normal forces on the feet the gait moves together, over the
+  robot's weight (the project's ``rewards.paired_contact_force`` on the contact sensor's net forces).
 * :func:`gait_clock`: the gait-clock interface's two extra observations
   (:func:`diffloco_ext.tasks.velocity.observations.gait_clock_observation`, the same function).
 * :func:`torque_saturation`: ``torque_saturation_l2``'s measure on Isaac Lab's actuator efforts (the part of the
@@ -26,6 +28,7 @@ from diffloco_ext.tasks.velocity.rewards import (
     excess_joint_vel_l2,
     foot_height_tracking_exp,
     foot_slip as foot_slip_speed,
+    paired_contact_force as paired_force_share,
     swing_contact_force as swing_force_share,
 )
 
@@ -96,6 +99,33 @@ class swing_contact_force(ManagerTermBase):
         swing = reference_heights(time, self.phase.to(force_z.dtype), self.gait, moving) / max(swing_height, 1e-9)
         weight = env.scene["robot"].data.body_mass.torch.sum(dim=1).to(force_z.dtype) * self.gravity  # randomised
         return swing_force_share(swing, force_z, weight)
+
+
+class paired_contact_force(ManagerTermBase):
+    """``sum_(i, j) |F_i - F_j| / W`` [N] (1) over the pairs of feet with equal phase offsets in the gait
+    (:meth:`GaitCfg.pairs_of`), ``F`` the contact sensor's normal (world z) net forces (N), ``W`` the robot's weight
+    (N); zero for envs commanded to stand.
+
+    Params: ``sensor_cfg`` (the contact sensor, ``body_names`` the feet), ``command_name``, ``phase_offsets``,
+    ``standing_threshold``.
+    """
+
+    def __init__(self, cfg: RewardTermCfg, env) -> None:
+        super().__init__(cfg, env)
+        sensor_cfg: SceneEntityCfg = cfg.params["sensor_cfg"]
+        sensor = env.scene.sensors[sensor_cfg.name]
+        names = [sensor.body_names[i] for i in sensor_cfg.body_ids] if not isinstance(sensor_cfg.body_ids, slice) \
+            else list(sensor.body_names)
+        pairs = GaitCfg(phase_offsets=dict(cfg.params["phase_offsets"])).pairs_of(names)
+        self.pairs = torch.tensor(pairs, dtype=torch.long, device=env.device).reshape(-1, 2)
+        self.gravity = float(torch.linalg.norm(torch.tensor(env.sim.cfg.gravity, dtype=torch.float64)))
+
+    def __call__(self, env, sensor_cfg: SceneEntityCfg, command_name: str, phase_offsets: dict,
+                 standing_threshold: float) -> torch.Tensor:
+        force_z = env.scene.sensors[sensor_cfg.name].data.net_forces_w.torch[:, sensor_cfg.body_ids, 2]
+        moving = torch.linalg.norm(env.command_manager.get_command(command_name), dim=1) > standing_threshold
+        weight = env.scene["robot"].data.body_mass.torch.sum(dim=1).to(force_z.dtype) * self.gravity  # randomised
+        return paired_force_share(self.pairs, force_z, weight) * moving
 
 
 def _feet_height_and_velocity(env, asset_cfg: SceneEntityCfg, foot_radius: float) -> tuple[torch.Tensor, torch.Tensor]:

@@ -85,6 +85,17 @@ def probe_env(engine: str) -> dict:
     forces = env.scene.sensors["contact_forces"].data.net_forces_w.torch[:, sensor.body_ids, 2].double()
     out["excess_expected"]["swing_contact_force"] = (
         forces.sum(1) / (data.body_mass.torch.double().sum(1) * 9.81)).tolist()
+    # the paired-force term on the bound's pairs: |F_LF - F_RF| + |F_LH - F_RH| over the weight
+    params = {"sensor_cfg": sensor, "command_name": "base_velocity", "phase_offsets": {
+        "LF": 0.0, "RF": 0.0, "LH": 0.5, "RH": 0.5}, "standing_threshold": -1.0}
+    term = diffloco_mdp.paired_contact_force(RewardTermCfg(func=diffloco_mdp.paired_contact_force, weight=1.0,
+                                                           params=params), env)
+    out["excess_terms"]["paired_contact_force"] = term(env, **params).double().tolist()
+    column = {env.scene.sensors["contact_forces"].body_names[b][:2]: k for k, b in enumerate(sensor.body_ids)}
+    f = {leg: forces[:, column[leg]] for leg in ("LF", "RF", "LH", "RH")}
+    out["excess_expected"]["paired_contact_force"] = (
+        ((f["LF"] - f["RF"]).abs() + (f["LH"] - f["RH"]).abs())
+        / (data.body_mass.torch.double().sum(1) * 9.81)).tolist()
     # a known joint state, by name: the observation's joint block must list it in the policy's order
     values = {name: 0.05 * (i + 1) for i, name in enumerate(sorted(robot.joint_names))}
     position = torch.tensor([[values[n] for n in robot.joint_names]] * 4, dtype=torch.float32)

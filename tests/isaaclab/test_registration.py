@@ -104,7 +104,7 @@ def test_a_gait_clock_task_gives_the_twin_the_same_clock(tmp_path, monkeypatch):
     import torch
 
     from diffloco_ext.isaaclab.env_cfg import AnymalDFlatIsaacEnvCfg, mirrorable
-    from diffloco_ext.isaaclab.mdp import gait_clock, swing_contact_force
+    from diffloco_ext.isaaclab.mdp import gait_clock, paired_contact_force, swing_contact_force
     from diffloco_ext.tasks.velocity.env_cfg import AnymalDFlatBoundClockEnvCfg
     from diffloco_ext.tasks.velocity.gaits import GAITS
 
@@ -118,8 +118,12 @@ def test_a_gait_clock_task_gives_the_twin_the_same_clock(tmp_path, monkeypatch):
     swing = clocked.rewards.swing_contact_force  # the clock task's swing-force penalty, with the bound's phases
     assert swing.func is swing_contact_force and swing.weight == -4.0
     assert swing.params["phase_offsets"] == GAITS["bound"] and swing.params["period"] == 0.6
+    paired = clocked.rewards.paired_contact_force  # the bound's pairs held together
+    assert paired.func is paired_contact_force and paired.weight == -4.0
+    assert paired.params["phase_offsets"] == GAITS["bound"]
     plain = AnymalDFlatIsaacEnvCfg()
     assert plain.observations.policy.gait_clock is None and plain.rewards.swing_contact_force is None
+    assert plain.rewards.paired_contact_force is None
     env = SimpleNamespace(episode_length_buf=torch.tensor([0, 15, 30]), step_dt=0.02)
     torch.testing.assert_close(gait_clock(env, 0.6), torch.tensor([[0.0, 1.0], [0.0, -1.0], [0.0, 1.0]]),
                                rtol=0, atol=1e-6)

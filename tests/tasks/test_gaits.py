@@ -126,6 +126,30 @@ def test_gait_clock_interface_reads_the_references_cycle_phase():
         task = f"DiffLoco-Velocity-Flat-AnymalD-{gait}-Clock"
         assert registry.load_cfg(task).rewards.swing_contact_force == -4.0 and registry.load_play_cfg(task).gait_clock
     assert plain.rewards.swing_contact_force == 0.0
+    # the bound's also holds its pairs' forces equal
+    assert [registry.load_cfg(f"DiffLoco-Velocity-Flat-AnymalD-{g}-Clock").rewards.paired_contact_force
+            for g in ("Pace", "Bound", "Gallop")] == [0.0, -4.0, 0.0]
+
+
+def test_gait_pairs_are_the_feet_with_equal_offsets():
+    feet = ["LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"]
+    assert named_gait("trot").pairs_of(feet) == [(0, 3), (1, 2)]
+    assert named_gait("pace").pairs_of(feet) == [(0, 2), (1, 3)]
+    assert named_gait("bound").pairs_of(feet) == [(0, 1), (2, 3)]
+    assert len(named_gait("pronk").pairs_of(feet)) == 6 and named_gait("gallop").pairs_of(feet) == []
+    assert named_gait("bound").pairs_of(["RH_FOOT", "LF_FOOT", "RF_FOOT", "LH_FOOT"]) == [(0, 3), (1, 2)]
+
+
+def test_paired_contact_force_is_the_pairs_force_difference_over_the_weight():
+    from diffloco_ext.tasks.velocity.rewards import paired_contact_force
+
+    pairs = torch.tensor([[0, 1], [2, 3]])
+    force = torch.tensor([[100.0, 100.0, 150.0, 150.0],  # a bound's pairs loaded together: 0
+                          [200.0, 0.0, 0.0, 300.0],  # both pairs split: (200 + 300) / 500
+                          [-5.0, 0.0, 50.0, 0.0]])  # a pulling force counts as none
+    weight = torch.tensor([500.0, 500.0, 500.0])
+    torch.testing.assert_close(paired_contact_force(pairs, force, weight), torch.tensor([0.0, 1.0, 0.1]))
+    assert paired_contact_force(torch.zeros(0, 2, dtype=torch.long), force, weight).tolist() == [0.0] * 3
 
 
 def test_gait_clock_override():

@@ -4,6 +4,7 @@ tracking reference, w.r.t. the randomised quantities (the adversary's direction)
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from diffloco_ext.tasks.velocity.env import REWARD_TERMS
@@ -95,10 +96,12 @@ def test_relative_gradient_clip_bounds_outlier_envs_only():
     assert env.cfg.grad_clip_relative is not None
 
 
-def test_swing_contact_force_gradient_through_the_contact_forces_matches_finite_differences():
-    """The gait-clock tasks' swing-force term alone (every other weight 0), robots standing on the ground with the
-    reference lifting their feet (mid-episode, commanded to walk): float64 central differences of one step's reward
-    w.r.t. the actions against the gradient through the smoothed contact forces."""
+@pytest.mark.parametrize("term", ["swing_contact_force", "paired_contact_force"])
+def test_contact_force_terms_gradient_through_the_contact_forces_matches_finite_differences(term):
+    """The gait-clock tasks' swing-force term, and the bound's paired-force term (here on the trot's diagonal pairs),
+    alone (every other weight 0), robots standing on the ground with the reference lifting their feet (mid-episode,
+    commanded to walk): float64 central differences of one step's reward w.r.t. the actions against the gradient
+    through the smoothed contact forces."""
     env = make_env(num_envs=2, heading=False, randomize=False)
     env.cfg.grad_clip_relative = None
     for _ in range(30):  # settle onto the feet
@@ -106,7 +109,8 @@ def test_swing_contact_force_gradient_through_the_contact_forces_matches_finite_
     r = env.cfg.rewards
     for name in REWARD_TERMS:
         setattr(r, name, 0.0)
-    r.swing_contact_force, r.after_curriculum, r.weights_curriculum_end = 1.0, (), {}
+    setattr(r, term, 1.0)
+    r.after_curriculum, r.weights_curriculum_end = (), {}
     r.weights_after_curriculum = {}
     env.commands.command[:] = torch.tensor([0.6, 0.0, 0.0])
     env.episode_length_buf[:] = torch.tensor([7, 22])  # phases with a foot pair in swing
@@ -121,7 +125,7 @@ def test_swing_contact_force_gradient_through_the_contact_forces_matches_finite_
 
     a = base.clone().requires_grad_(True)
     value = reward(a)
-    assert (value > 1e-4).all()  # feet on the ground while the reference lifts them (weight +1: the raw term)
+    assert (value > 1e-4).all()  # feet loaded while the reference lifts them / unequally in a pair (the raw term)
     (grad,) = torch.autograd.grad(value.sum(), a)
     eps, fd = 1e-6, torch.zeros_like(base)
     for e in range(2):

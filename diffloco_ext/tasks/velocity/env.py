@@ -31,7 +31,9 @@ from .observations import gait_clock_observation, num_policy_observations, polic
 #: The reward terms, by the name of their weight in :class:`~.env_cfg.RewardsCfg` (and of their log entry).
 REWARD_TERMS = ("track_lin_vel_xy", "track_ang_vel_z", "lin_vel_z", "ang_vel_xy", "flat_orientation", "joint_torques",
                 "joint_acc", "action_rate", "foot_height_reference", "undesired_contact", "joint_pos_limits",
-                "base_height", "alive", "foot_slip", "excess_joint_vel", "torque_saturation", "swing_contact_force")
+                "base_height", "alive", "foot_slip", "excess_joint_vel", "torque_saturation", "swing_contact_force",
+                "paired_contact_force")
+
 
 class VelocityEnv(LocomotionEnv):
     """Velocity tracking for a quadruped in the differentiable simulator (see the module docstring)."""
@@ -58,6 +60,8 @@ class VelocityEnv(LocomotionEnv):
         self.soft_lower, self.soft_upper = self.soft_joint_limits(self.cfg.rewards.soft_joint_pos_limit_factor)
         self.cfg.gait.check("env.gait")
         self.foot_phase = torch.tensor(self.cfg.gait.offsets_of(self.foot_names), dtype=dt, device=dev)
+        self.foot_pairs = torch.tensor(self.cfg.gait.pairs_of(self.foot_names), dtype=torch.long,
+                                       device=dev).reshape(-1, 2)
         """The gait's phase offset of each foot (cycle fractions, :class:`~.gaits.GaitCfg`)."""
         names = list(self.model.collision.body_names) if self.model.collision is not None else []
         self.collision_body_names = names
@@ -196,6 +200,8 @@ class VelocityEnv(LocomotionEnv):
             "torque_saturation": (c.torque_saturation, self._torque_saturation(before)),
             "swing_contact_force": (c.swing_contact_force, R.swing_contact_force(
                 reference / max(self.cfg.gait.swing_height, 1e-9), out.contact_force[..., 2], self._weight())),
+            "paired_contact_force": (c.paired_contact_force, R.paired_contact_force(
+                self.foot_pairs, out.contact_force[..., 2], self._weight()) * moving),
         }
         if c.weights_curriculum_end:
             f = ramp_fraction(self.commands.progress, self._weights_curriculum_ramp)

@@ -155,6 +155,9 @@ class RewardsCfg:
     * ``swing_contact_force``: the normal force on each foot while the gait's reference has it in swing (weighted by
       the reference's height over its apex), as a fraction of the robot's weight (``rewards.swing_contact_force``).
       0 by default; the gait-clock tasks use it.
+    * ``paired_contact_force``: the difference of the normal forces on the feet the gait moves together (equal phase
+      offsets: the bound's front pair and hind pair), as a fraction of the robot's weight, while commanded to move
+      (``rewards.paired_contact_force``). 0 by default; the bound's gait-clock task uses it.
 
     ``after_curriculum`` names terms that count only once the command curriculum has reached the full ranges
     (weight 0 before; at once without a curriculum): a training choice, so that a term shaping the gait does not
@@ -198,6 +201,7 @@ class RewardsCfg:
     excess_joint_vel_ratio: float = 0.8  # x the DC motor's no-load speed (ANYmal D: 7.5 rad/s)
     torque_saturation: float = 0.0
     swing_contact_force: float = 0.0
+    paired_contact_force: float = 0.0
     after_curriculum: tuple[str, ...] = ()
     weights_after_curriculum: dict[str, float] = field(default_factory=dict)
     weights_ramp: tuple[int, int] = (0, 0)  # policy steps after the curriculum's end
@@ -519,6 +523,8 @@ class AnymalDFlatGallopEnvCfg_PLAY(AnymalDFlatEnvCfg_PLAY):
 # ---- the gait-clock interface (48 + the gait's clock; docs/tasks.md, "Gaits") ---------------------------------------
 #: The gait-clock tasks' weight of ``rewards.swing_contact_force`` (design: gait clock).
 GAIT_CLOCK_SWING_CONTACT_FORCE = -4.0
+#: The bound's weight of ``rewards.paired_contact_force`` (design: the bound's pairs).
+BOUND_PAIRED_CONTACT_FORCE = -4.0
 
 
 def _gait_clock_recipe(cfg: VelocityEnvCfg) -> None:
@@ -543,11 +549,13 @@ class AnymalDFlatPaceClockEnvCfg_PLAY(AnymalDFlatPaceEnvCfg_PLAY):
 
 @dataclass
 class AnymalDFlatBoundClockEnvCfg(AnymalDFlatBoundEnvCfg):
-    """``DiffLoco-Velocity-Flat-AnymalD-Bound-Clock``: the bound with the gait clock among the policy's inputs."""
+    """``DiffLoco-Velocity-Flat-AnymalD-Bound-Clock``: the bound with the gait clock among the policy's inputs, and
+    the pairs' normal forces held equal (the swing-force penalty alone trained half-bounds: one pair split)."""
 
     def __post_init__(self):
         super().__post_init__()
         _gait_clock_recipe(self)
+        self.rewards.paired_contact_force = BOUND_PAIRED_CONTACT_FORCE
 
 
 @dataclass

@@ -75,6 +75,14 @@ class GaitCfg:
             raise ValueError(f"feet {missing} name no leg of the gait's {LEGS}")
         return [float(self.phase_offsets[n[:2]]) for n in foot_names]
 
+    def pairs_of(self, foot_names: list[str]) -> list[tuple[int, int]]:
+        """Index pairs ``(i, j)``, ``i < j``, into ``foot_names`` of the feet the gait moves together (equal phase
+        offsets): the trot's diagonals, the pace's lateral pairs, the bound's front and hind pairs, all six of the
+        pronk's, none of the gallop's."""
+        offsets = self.offsets_of(foot_names)
+        return [(i, j) for i in range(len(offsets)) for j in range(i + 1, len(offsets))
+                if abs(offsets[i] - offsets[j]) < 1e-9]
+
 
 #: The named gaits (``env.gait=<name>``): offsets of LF, RF, LH, RH; the trot is the task's default.
 GAITS: dict[str, dict[str, float]] = {

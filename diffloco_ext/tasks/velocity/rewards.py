@@ -104,3 +104,14 @@ def swing_contact_force(swing: torch.Tensor, normal_force: torch.Tensor, weight:
     swing-phase force term of periodic gait rewards: Siekmann et al., arXiv 2011.01387; Margolis and Agrawal,
     arXiv 2212.03238)."""
     return torch.sum(swing * torch.relu(normal_force), dim=1) / weight
+
+
+def paired_contact_force(pairs: torch.Tensor, normal_force: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """``sum_(i, j) |F_i - F_j| / W`` (1): over the feet pairs ``pairs`` [P, 2] (indices into the feet) that the gait
+    moves together, the difference of the ground's normal forces ``normal_force`` [N, F] (N, >= 0) on the two feet,
+    as a fraction of the robot's weight ``weight`` [N] (N). Zero when each pair lands, carries and lifts off
+    together; a pair split in time (one foot loaded while its partner swings) costs up to the load it carries."""
+    force = torch.relu(normal_force)
+    if pairs.numel() == 0:
+        return torch.zeros_like(weight)
+    return torch.sum(torch.abs(force[:, pairs[:, 0]] - force[:, pairs[:, 1]]), dim=1) / weight
