@@ -17,7 +17,6 @@ the seeds to use (the main job selects on seed 1, its report and the task issue'
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from collections.abc import Callable
 
@@ -28,19 +27,6 @@ from .policy_io import load_checkpoint
 from .robot_kinematics import RobotKinematics
 from .scenarios import load_config
 
-_MODEL = re.compile(r"model_(\d+)\.pt$")
-
-
-def run_checkpoints(run_dir: str, since: int = 0) -> list[tuple[int, str]]:
-    """``[(iteration, path)]`` of the ``model_<iteration>.pt`` files in ``run_dir`` with ``iteration >= since``,
-    by iteration."""
-    found = []
-    for name in os.listdir(run_dir):
-        match = _MODEL.fullmatch(name)
-        if match and int(match.group(1)) >= since:
-            found.append((int(match.group(1)), os.path.join(run_dir, name)))
-    return sorted(found)
-
 
 def measure_checkpoints(checkpoints: list[tuple[int, str]], task: str, config_path: str, backend: str = "hard",
                         scenario: str = "random_commands", seeds: list[int] | None = None,
@@ -48,7 +34,7 @@ def measure_checkpoints(checkpoints: list[tuple[int, str]], task: str, config_pa
     """Each checkpoint on ``scenario`` of the validation config ``config_path`` in ``backend``.
 
     Args:
-        checkpoints: ``[(iteration, path)]`` (e.g. :func:`run_checkpoints`).
+        checkpoints: ``[(iteration, path)]`` (e.g. :func:`diffloco_ext.learning.run_history.run_checkpoints`).
         task: the registered task id of the checkpoints (its observation code and conventions).
         seeds, episodes: override the scenario's seeds / episodes per seed (None: the config's).
 
@@ -93,25 +79,28 @@ def measure_checkpoints(checkpoints: list[tuple[int, str]], task: str, config_pa
 
 def _measure_share(share: list[tuple]) -> list[list[dict]]:
     """A worker process's part of :func:`measure_checkpoint_groups`: ``[(name, checkpoints, task, config,
-    backend)]``."""
+    backend, episodes)]``."""
     import torch
 
     torch.set_num_threads(1)
-    return [measure_checkpoints(checkpoints, task, config_path, backend,
+    return [measure_checkpoints(checkpoints, task, config_path, backend, episodes=episodes,
                                 printer=lambda line, name=name: print(f"[measure] {name} {line}", flush=True))
-            for name, checkpoints, task, config_path, backend in share]
+            for name, checkpoints, task, config_path, backend, episodes in share]
 
 
 def measure_checkpoint_groups(groups: list[list[tuple[int, str]]], task: str, config_path: str, backend: str = "hard",
-                              jobs: int = 1, names: list[str] | None = None) -> list[list[dict]]:
+                              jobs: int = 1, names: list[str] | None = None,
+                              episodes: int | None = None) -> list[list[dict]]:
     """:func:`measure_checkpoints` of several groups (e.g. runs) of checkpoints, their checkpoints dealt out to
     ``jobs`` processes (Warp's CPU kernels use one core each). Each checkpoint is measured as by one process (the
-    same episodes, the same numbers); per group, the rows in the order of its ``(iteration, path)`` list."""
+    same episodes, the same numbers); per group, the rows in the order of its ``(iteration, path)`` list.
+    ``episodes``: per checkpoint (None: the scenario's)."""
     names = names or [f"group {i}" for i in range(len(groups))]
     work = [(g, k) for g, group in enumerate(groups) for k in range(len(group))]  # (group, position in it)
     shares = [work[i::jobs] for i in range(max(1, min(jobs, len(work))))]
     plans = [[(g, [k for gg, k in share if gg == g]) for g in sorted({gg for gg, _ in share})] for share in shares]
-    calls = [[(names[g], [groups[g][k] for k in ks], task, config_path, backend) for g, ks in plan] for plan in plans]
+    calls = [[(names[g], [groups[g][k] for k in ks], task, config_path, backend, episodes) for g, ks in plan]
+             for plan in plans]
     if len(calls) == 1:
         results = [_measure_share(calls[0])]
     else:

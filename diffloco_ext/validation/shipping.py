@@ -13,8 +13,9 @@ import os
 import time
 
 from ..learning.checkpoint import read_params_yaml
+from ..learning.run_history import run_checkpoints
 from ..learning.weight_averaging import average_checkpoints
-from .checkpoint_selection import measure_checkpoints, run_checkpoints, select_checkpoint
+from .checkpoint_selection import measure_checkpoints, select_checkpoint
 from .scenarios import CONFIG_DIR
 
 #: Checkpoints whose actions change by more than this RMS per policy step (raw action units) rank after the smooth

@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 
 import matplotlib
@@ -48,85 +47,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from diffloco_ext.learning.run_history import chain_checkpoints, logged_step, read_run  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository
 CURVES = (("Train/mean_reward", "mean episode return"), ("Metrics/lin_vel_xy_error", "|v_xy* - v_xy| (m/s)"),
           ("Metrics/ang_vel_z_error", "|w_z* - w_z| (rad/s)"), ("Metrics/forward_speed", "forward speed (m/s)"))
 """The curves plotted, those that at least one run logs (the quadruped's forward task logs a forward speed)."""
-
-
-def origin(run_dir: str) -> tuple[str, int] | None:
-    """``(run directory, iteration)`` of the checkpoint a resumed run started from, as ``scripts/train.py`` records
-    it in the run's ``params/agent.yaml`` (``resume: true``, ``load_checkpoint``: the file), or None for a run
-    trained from scratch (or one whose origin checkpoint is gone: a warning, the run is read alone)."""
-    from diffloco_ext.learning.checkpoint import read_params_yaml
-
-    path = os.path.join(run_dir, "params", "agent.yaml")
-    params = read_params_yaml(path) if os.path.isfile(path) else {}
-    if not params.get("resume"):
-        return None
-    checkpoint = str(params.get("load_checkpoint", ""))
-    match = re.fullmatch(r"model_(\d+)\.pt", os.path.basename(checkpoint))
-    if match is None or not os.path.isfile(checkpoint):
-        print(f"[compare] {run_dir}: resumed from {checkpoint!r}, which is not there: its curves start at the resume")
-        return None
-    return os.path.dirname(checkpoint), int(match.group(1))
-
-
-def _read_events(run_dir: str) -> dict[str, np.ndarray]:
-    from diffloco_ext.learning.learning_curves import read_scalars
-
-    if not os.path.isdir(run_dir):
-        raise FileNotFoundError(f"no run directory {run_dir}")
-    out = read_scalars(run_dir)
-    tags = list(out)
-    needed = {"Perf/total_fps", "Perf/collection_time", "Perf/learning_time"}
-    if not needed <= set(tags):
-        raise ValueError(f"{run_dir}: no rsl_rl performance tags ({sorted(needed - set(tags))} missing)")
-    fps, col, learn = (out[t] for t in ("Perf/total_fps", "Perf/collection_time", "Perf/learning_time"))
-    n = min(len(fps), len(col), len(learn))
-    per_iteration = fps[:n, 1] * (col[:n, 1] + learn[:n, 1])
-    out["samples"] = np.stack([fps[:n, 0], np.cumsum(per_iteration)], axis=1)
-    t0 = fps[0, 2] - (col[0, 1] + learn[0, 1])
-    for t in tags:
-        out[t][:, 2] -= t0
-    return out
-
-
-def read_run(run_dir: str) -> dict[str, np.ndarray]:
-    """``{tag: [K, 3] (iteration, value, wall seconds)}`` plus ``"samples"`` [K, 2] (iteration, cumulative).
-
-    A resumed run (:func:`origin`) is read with the run it came from, up to the checkpoint it resumed (recursively):
-    its samples and seconds count on from that run's at the checkpoint (e.g. a run that learnt the curriculum with
-    few envs and went on with more, ``--resume --num_envs``)."""
-    own = _read_events(run_dir)
-    source = origin(run_dir)
-    if source is None:
-        return own
-    parent = read_run(source[0])
-    last = logged_step(source[0], source[1])
-    cut = {t: v[v[:, 0] <= last] for t, v in parent.items()}
-    samples0 = float(cut["samples"][-1, 1]) if len(cut["samples"]) else 0.0
-    fps = cut["Perf/total_fps"]
-    wall0 = float(fps[-1, 2]) if len(fps) else 0.0
-    joined = {}
-    for t in set(cut) | set(own):
-        mine = own.get(t)
-        if mine is not None:
-            mine = mine.copy()
-            column, offset = (1, samples0) if t == "samples" else (2, wall0)  # (iteration, cumulative) / (.., seconds)
-            mine[:, column] += offset
-        joined[t] = np.concatenate([p for p in (cut.get(t), mine) if p is not None])
-    return joined
-
-
-def chain_checkpoints(run_dir: str) -> list[tuple[int, str]]:
-    """``[(iteration, path)]`` of a run's checkpoints, with those of the run it resumed from up to the resumed one
-    (:func:`origin`)."""
-    from diffloco_ext.validation.checkpoint_selection import run_checkpoints
-
-    source = origin(run_dir)
-    before = [] if source is None else [c for c in chain_checkpoints(source[0]) if c[0] <= source[1]]
-    return before + [c for c in run_checkpoints(run_dir) if not before or c[0] > before[-1][0]]
 
 
 def smooth(x: np.ndarray, k: int) -> np.ndarray:
@@ -149,19 +75,6 @@ def closed_loop(run_dirs: list[str], task: str, config_path: str, backend: str =
             raise FileNotFoundError(f"{run_dir}: no model_<iteration>.pt checkpoints")
     return measure_checkpoint_groups(groups, task, config_path, backend, jobs=jobs,
                                      names=[os.path.basename(r) for r in run_dirs])
-
-
-def logged_step(run_dir: str, iteration: int) -> int:
-    """The logged iteration (TensorBoard step) at whose end checkpoint ``model_<iteration>.pt`` was written: SHAC
-    names a checkpoint by the iterations completed (``model_5.pt`` after steps 0-4), rsl_rl's PPO by the index of
-    the iteration it was saved in (``model_5.pt`` after step 5); read from the run's ``params/agent.yaml``."""
-    from diffloco_ext.learning.checkpoint import read_params_yaml
-
-    path = os.path.join(run_dir, "params", "agent.yaml")
-    algo = None
-    if os.path.isfile(path):
-        algo = read_params_yaml(path).get("algorithm", {}).get("class_name")
-    return iteration - 1 if algo == "SHAC" else iteration
 
 
 def _at_iterations(data: dict, steps: list[int]) -> tuple[np.ndarray, np.ndarray]:

@@ -159,7 +159,7 @@ def test_main_job_goes_on_without_a_run_that_fails(tmp_path, monkeypatch, capsys
 
 
 def run_checkpoints_of(run: str) -> list[int]:
-    from diffloco_ext.validation.checkpoint_selection import run_checkpoints
+    from diffloco_ext.learning.run_history import run_checkpoints
 
     return [it for it, _ in run_checkpoints(run)]
 

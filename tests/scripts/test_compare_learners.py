@@ -3,8 +3,6 @@ a resumed run joined to its origin, and when a run counts as reaching another's 
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from ..script_modules import load_script
@@ -42,31 +40,6 @@ def test_compare_learners_measures_checkpoints_closed_loop(tmp_path):
         r["lin_vel_error"] for r in compare.closed_loop([runs[1]], TASK, str(config), jobs=1)[0]]
     # --closed_loop_every: only the checkpoints at multiples of it
     assert [r["iteration"] for r in compare.closed_loop([runs[1]], TASK, str(config), every=2)[0]] == [2]
-
-
-def test_compare_learners_joins_a_resumed_run_to_its_origin(tmp_path):
-    """A run resumed from another's checkpoint with more envs (``--resume --num_envs``): its params record the
-    checkpoint, and compare_learners reads the two as one run: the origin's iterations up to the checkpoint, then
-    the resumed run's, samples counting on (4 envs x 3 steps per iteration, then 6 x 3) and the checkpoints of both."""
-    train, compare = load_script("train"), load_script("experiments/compare_learners")
-    common = ["--task", TASK, "--algo", "shac", "--log_root", str(tmp_path), "agent.num_steps_per_env=3",
-              "agent.save_interval=1", "--max_iterations", "2"]
-    first = train.main([*common, "--num_envs", "4", "--run_name", "first"])
-    second = train.main([*common, "--num_envs", "6", "--run_name", "second", "--resume", "--load_run", ".*first",
-                         "--checkpoint", "model_1.pt"])
-    assert compare.origin(second) == (first, 1) and compare.origin(first) is None
-    joined = compare.read_run(second)
-    steps, cumulative = joined["samples"][:, 0], joined["samples"][:, 1]
-    assert list(steps) == [0, 1, 2]  # the first run's iteration 0 (model_1.pt), then the resumed run's 1 and 2
-    # samples = the logged rate x time, the rate truncated to an integer (rsl_rl's logger): an iteration of n samples
-    # counts n x floor(r) / r, within n / floor(r) below n
-    per_iteration, expected = np.diff(np.concatenate([[0.0], cumulative])), np.array([12.0, 18.0, 18.0])
-    rate = joined["Perf/total_fps"][:, 1]
-    assert np.all(per_iteration <= expected + 1e-6)
-    assert np.all(per_iteration >= expected * (1.0 - 1.0 / np.maximum(rate, 1.0)) - 1e-6)
-    assert np.all(np.diff(joined["Perf/total_fps"][:, 2]) >= 0)  # wall-clock counts on
-    assert [it for it, _ in compare.chain_checkpoints(second)] == [1, 2, 3]
-    assert compare.chain_checkpoints(second)[0][1] == os.path.join(first, "model_1.pt")
 
 
 def test_compare_learners_counts_a_checkpoint_as_reaching_only_without_more_falls(capsys):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from diffloco_ext.validation.checkpoint_selection import measure_checkpoints, run_checkpoints, select_checkpoint
+from diffloco_ext.learning.run_history import run_checkpoints
+from diffloco_ext.validation.checkpoint_selection import measure_checkpoints, select_checkpoint
 
 from ..script_modules import load_script
 
