@@ -128,7 +128,7 @@ def _gradient_norms(runner: ExperimentRunner, runs: list[RunSpec]) -> dict:
     out = {}
     for spec in runs:
         folder = runner.newest(spec)
-        series = read_run(folder).get("Loss/actor_grad_norm") if folder else None
+        series = read_run(folder).get("Policy/actor_grad_norm") if folder else None
         if series is None or not len(series):
             continue
         g = series[:, 1]

@@ -11,7 +11,7 @@ from ..script_modules import load_script
 def test_run_all_quick_trains_measures_and_reports_from_the_files(tmp_path):
     run_all = load_script("experiments/run_all")
     root, docs = tmp_path / "exp", tmp_path / "docs"
-    assert run_all.main(["--quick", "--only", "shac_vs_ppo", "kappa_sweep", "--root", str(root),
+    assert run_all.main(["--quick", "--only", "shac_vs_ppo", "kappa_sweep", "horizon_sweep", "--root", str(root),
                          "--report_dir", str(docs), "--jobs", "1"]) == 0
     rep = json.loads((docs / "data" / "shac_vs_ppo.json").read_text())
     assert {r["group"] for r in rep["runs"].values()} == {"SHAC", "PPO"}
@@ -22,6 +22,8 @@ def test_run_all_quick_trains_measures_and_reports_from_the_files(tmp_path):
     assert set(kappa["backends"]) == {"hard", "mujoco"}  # MuJoCo measures the last checkpoint only
     assert [len(list((root / "kappa_sweep" / "measurements" / b).glob("*/model_*.json"))) for b in ("hard", "mujoco")] \
         == [4, 2]  # two kappas: checkpoints 1 and 2 in hard contact, the last in MuJoCo
+    norms = json.loads((docs / "data" / "horizon_sweep.json").read_text())["extra"]  # the actor's gradient norms
+    assert set(norms) == {"anymald-h4-s42", "anymald-h8-s42"} and all(e["mean"] > 0 for e in norms.values())
     # the tables again from the files, without training or measuring
     (docs / "data" / "shac_vs_ppo.json").unlink()
     assert run_all.main(["--only", "shac_vs_ppo", "--quick", "--root", str(root), "--report_dir", str(docs),
