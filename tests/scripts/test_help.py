@@ -12,7 +12,7 @@ NAMES = ["play", "list_envs", "validate", "cross_validate", "export_robot", "ben
          "benchmark_body_gaps", "experiments/compare_learners", "experiments/kappa_sweep",
          "experiments/shac_toy_comparison", "experiments/horizon_gradient_check", "experiments/surrogate_jacobians",
          "experiments/gaits", "experiments/gradient_landscapes",
-         "experiments/run_all", "tools/transcribe_assets",
+         "experiments/run_all", "experiments/policy_gradient_quality", "tools/transcribe_assets",
          "tools/compare_checkpoints"]
 
 
