@@ -10,6 +10,7 @@ light and must not fail.
 | ``DiffLoco-Velocity-Flat-AnymalD-Aligned`` | the same, on Song et al.'s aligned step (MuJoCo forward) | ANYmal D |
 | ``DiffLoco-Velocity-Flat-AnymalD-{Pace,Bound,Gallop}`` | the same, with that gait's foot-height reference | ANYmal D |
 | ``DiffLoco-Velocity-Flat-AnymalD-{Pace,Bound,Gallop}-Clock`` | that gait, + the gait clock (50 obs) | ANYmal D |
+| ``DiffLoco-Velocity-Rough-AnymalD`` | on generated rough terrain, Isaac Lab's rough interface (235 obs) | ANYmal D |
 | ``DiffLoco-Velocity-Flat-AnymalC`` | velocity tracking (Schwarke et al., arXiv 2404.02887, A.3) | ANYmal C |
 | ``DiffLoco-Quadruped-Forward`` | forward walking at 1 m/s (Schwarke et al., A.2) | Warp quadruped |
 
@@ -39,6 +40,13 @@ TASKS = {
         play_env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDFlatAlignedEnvCfg_PLAY",
         rsl_rl_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatAlignedPPORunnerCfg",
         shac_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDFlatAlignedSHACRunnerCfg",
+    ),
+    "DiffLoco-Velocity-Rough-AnymalD": dict(
+        entry_point=f"{_VELOCITY}.env:VelocityEnv",
+        env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDRoughEnvCfg",
+        play_env_cfg_entry_point=f"{_VELOCITY}.env_cfg:AnymalDRoughEnvCfg_PLAY",
+        rsl_rl_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDRoughPPORunnerCfg",
+        shac_cfg_entry_point=f"{_AGENTS}.velocity:AnymalDRoughSHACRunnerCfg",
     ),
     "DiffLoco-Velocity-Flat-AnymalC": dict(
         entry_point=f"{_VELOCITY}.env:VelocityEnv",

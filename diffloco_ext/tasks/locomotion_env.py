@@ -53,7 +53,7 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
         self.num_actions = n = self.robot.num_joints
         self.step_dt = cfg.sim.policy_dt
         self.max_episode_length = int(round(cfg.episode_length_s / self.step_dt))
-        self.model = cfg.sim.build_model(self.robot, N)
+        self.model = cfg.sim.build_model(self.robot, N, **self._model_kwargs())
         # terminations and contact penalties read the body gaps; an aligned engine (Song et al.) steps in float64
         self.bridge = cfg.sim.build_bridge(self.model, body_gaps=True)
         self.sim = self.bridge.sim
@@ -91,6 +91,10 @@ class LocomotionEnv(gym.Env, DiffVecEnv):
         if self.output_dtype != self.dtype:
             obs = obs.apply(lambda t: t.to(self.output_dtype) if t.is_floating_point() else t)
         return obs
+
+    def _model_kwargs(self) -> dict:
+        """Extra arguments of :func:`~diffloco_ext.sim.model.build_model` (e.g. a task's terrain); called first."""
+        return {}
 
     def _init_task(self) -> None:
         """Task state created before the first reset (commands, timers, ...)."""

@@ -158,3 +158,22 @@ class AnymalDFlatGallopClockSHACRunnerCfg(AnymalDFlatSHACRunnerCfg):
 @dataclass
 class AnymalDFlatGallopClockPPORunnerCfg(AnymalDFlatPPORunnerCfg):
     experiment_name: str = "anymal_d_flat_gallop_clock"
+
+
+@dataclass
+class AnymalDRoughSHACRunnerCfg(AnymalDFlatSHACRunnerCfg):
+    """SHAC of the recipe on ``DiffLoco-Velocity-Rough-AnymalD``."""
+
+    experiment_name: str = "anymal_d_rough"
+
+
+@dataclass
+class AnymalDRoughPPORunnerCfg(AnymalDFlatPPORunnerCfg):
+    """rsl_rl's PPO with Isaac Lab's rough ANYmal-D settings: [512, 256, 128] actor and critic, 2000 iterations."""
+
+    max_iterations: int = 2000
+    experiment_name: str = "anymal_d_rough"
+    actor: MLPModelCfg = field(default_factory=lambda: MLPModelCfg(
+        hidden_dims=[512, 256, 128], obs_normalization=False, distribution_cfg=DistributionCfg(init_std=1.0)))
+    critic: MLPModelCfg = field(default_factory=lambda: MLPModelCfg(hidden_dims=[512, 256, 128],
+                                                                    obs_normalization=False))

@@ -26,7 +26,9 @@ from . import rewards as R
 from .commands import VelocityCommand
 from .env_cfg import VelocityEnvCfg
 from .gaits import swing_height
-from .observations import gait_clock_observation, num_policy_observations, policy_observation, policy_terms
+from .height_scan import CLIP as SCAN_CLIP, HeightGrid, height_scan, scan_points
+from .observations import gait_clock_observation, num_policy_observations, policy_observation, task_policy_terms
+from .terrain_levels import TerrainLevels
 
 #: The reward terms, by the name of their weight in :class:`~.env_cfg.RewardsCfg` (and of their log entry).
 REWARD_TERMS = ("track_lin_vel_xy", "track_ang_vel_z", "lin_vel_z", "ang_vel_xy", "flat_orientation", "joint_torques",
@@ -42,8 +44,18 @@ class VelocityEnv(LocomotionEnv):
 
     @property
     def num_policy_obs(self) -> int:
-        """48 (Isaac Lab's interface), or 50 with the gait clock (``cfg.gait_clock``)."""
+        """48 (Isaac Lab's flat interface); 235 on terrain (its rough interface); + 2 with the gait clock."""
         return num_policy_observations(self.cfg)
+
+    def _model_kwargs(self) -> dict:
+        """On generated terrain (``cfg.terrain``): the terrain, as the simulator's height field shared by the envs."""
+        self.terrain = None
+        if self.cfg.terrain is None:
+            return {}
+        from diffloco_ext.sim.terrain_generator import generate
+
+        self.terrain = generate(self.cfg.terrain.generator)
+        return {"terrain": self.terrain.height_field()}
 
     def _init_task(self) -> None:
         N, dev, dt = self.num_envs, self.device, self.dtype
@@ -57,6 +69,14 @@ class VelocityEnv(LocomotionEnv):
         # the last backward pass's gradients w.r.t. the draws, restored from a checkpoint (the leaves are not saved)
         self._pending_adversary_grads: dict[str, torch.Tensor] | None = None
         self.foot_height = torch.zeros(N, self.model.num_feet, dtype=dt, device=dev)
+        self.terrain_levels, self.height_grid, self._levels_started = None, None, False
+        if self.terrain is not None:
+            t = self.cfg.terrain
+            self.height_grid = HeightGrid.of(self.terrain, dtype=dt, device=str(dev))
+            self.scan_points = scan_points(dtype=dt).to(dev)
+            self.terrain_levels = TerrainLevels(torch.as_tensor(self.terrain.tile_origins, dtype=dt, device=dev), N,
+                                                t.generator.size[0], self.cfg.episode_length_s, t.max_init_level,
+                                                self.generator)
         self.soft_lower, self.soft_upper = self.soft_joint_limits(self.cfg.rewards.soft_joint_pos_limit_factor)
         self.cfg.gait.check("env.gait")
         self.foot_phase = torch.tensor(self.cfg.gait.offsets_of(self.foot_names), dtype=dt, device=dev)
@@ -118,22 +138,51 @@ class VelocityEnv(LocomotionEnv):
     def base_state(self) -> BaseState:
         return BaseState(self.q, self.u, self.params["body_com"][:, 0])
 
+    @property
+    def env_origins(self) -> torch.Tensor:
+        """[N, 3] where each env's episodes start (world, m): its terrain tile's origin, or 0 on flat ground."""
+        if self.terrain_levels is None:
+            return torch.zeros(self.num_envs, 3, dtype=self.dtype, device=self.device)
+        return self.terrain_levels.origins
+
+    def ground_below(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """The ground's height (m) below world points ``x``, ``y`` [N, K] (m): the terrain's (bilinear, as the
+        simulator's height field; differentiable in the point) plus the env's ground offset, or the env's plane."""
+        if self.height_grid is None:
+            return self.ground_height[:, None].expand_as(x)
+        return self.height_grid(x, y) + self.ground_height[:, None]
+
+    def height_scan(self) -> torch.Tensor:
+        """[N, 187] Isaac Lab's height scan of the current state (no noise, no clip; :mod:`.height_scan`)."""
+        return height_scan(self.q[:, :3], self.q[:, 3:7], lambda x, y: self.ground_below(x, y), self.scan_points)
+
     # ---- observations ------------------------------------------------------------------------------------------
     def _observations(self) -> TensorDict:
         base_com = self.params["body_com"][:, 0]
         clean = policy_observation(self.q, self.u, base_com, self.commands.command, self.actions,
                                    self.default_joint_pos, self.to_isaaclab)
+        scan = self.height_scan() if self.terrain is not None else None
+        if scan is not None:
+            clean = torch.cat([clean, scan], dim=1)
         if self.cfg.gait_clock:
             time = self.episode_length_buf.to(self.dtype) * self.step_dt
             clean = torch.cat([clean, gait_clock_observation(time, self.cfg.gait.period)], dim=1)
         policy = clean
         noise = self.cfg.observation_noise
-        if noise.enable:
-            widths = (noise.base_lin_vel, noise.base_ang_vel, noise.projected_gravity, 0.0, noise.joint_pos,
-                      noise.joint_vel, 0.0, 0.0)  # no noise on the commands, the last actions and the clock
-            scale = torch.cat([torch.full((size,), w, dtype=self.dtype, device=self.device)
-                               for (_, size), w in zip(policy_terms(self.cfg.gait_clock), widths)])
+        terms = task_policy_terms(self.cfg)
+        if noise.enable:  # no noise on the commands, the last actions and the clock
+            widths = {"base_lin_vel": noise.base_lin_vel, "base_ang_vel": noise.base_ang_vel,
+                      "projected_gravity": noise.projected_gravity, "joint_pos": noise.joint_pos,
+                      "joint_vel": noise.joint_vel, "height_scan": noise.height_scan}
+            scale = torch.cat([torch.full((size,), widths.get(name, 0.0), dtype=self.dtype, device=self.device)
+                               for name, size in terms])
             policy = policy + self.uniform(-1.0, 1.0, *clean.shape) * scale
+        if scan is not None:  # Isaac Lab's clip of the scan, after its noise
+            start = sum(size for name, size in terms[:terms.index(("height_scan", 187))])
+            policy = torch.cat([policy[:, :start], policy[:, start:start + 187].clamp(-SCAN_CLIP, SCAN_CLIP),
+                                policy[:, start + 187:]], dim=1)
+            clean = torch.cat([clean[:, :start], clean[:, start:start + 187].clamp(-SCAN_CLIP, SCAN_CLIP),
+                               clean[:, start + 187:]], dim=1)
         groups = {"policy": policy}
         if self.cfg.privileged_critic:
             privileged = torch.cat([self.contact_state.to(self.dtype), self.foot_height,
@@ -169,7 +218,8 @@ class VelocityEnv(LocomotionEnv):
         tracked = self.commands.reference.to(self.dtype)  # the command, or its rate-limited reference
         base = self.base_state()
         lin_vel_b, ang_vel_b, gravity_b = base.lin_vel_b, base.ang_vel_b, base.projected_gravity_b
-        self.foot_height = (out.foot_pos[..., 2] - self.foot_radius - self.ground_height[:, None])
+        self.foot_height = (out.foot_pos[..., 2] - self.foot_radius
+                            - self.ground_below(out.foot_pos[..., 0], out.foot_pos[..., 1]))
         moving = torch.linalg.norm(cmd, dim=1) > self.cfg.foot_height_reference.standing_threshold
         time = self.episode_length_buf.to(self.dtype) * self.step_dt
         reference = swing_height(time, self.foot_phase, self.cfg.gait, moving)
@@ -191,7 +241,8 @@ class VelocityEnv(LocomotionEnv):
             "undesired_contact": (c.undesired_contact, R.penetration(gaps[:, self._undesired_bodies])),
             "joint_pos_limits": (c.joint_pos_limits, R.joint_pos_limits(self.q[:, 7:], self.soft_lower,
                                                                          self.soft_upper)),
-            "base_height": (c.base_height, torch.square(self.q[:, 2] - self.ground_height - c.base_height_target)),
+            "base_height": (c.base_height, torch.square(
+                self.q[:, 2] - self.ground_below(self.q[:, 0:1], self.q[:, 1:2])[:, 0] - c.base_height_target)),
             "alive": (c.alive, torch.ones_like(zero)),
             "foot_slip": (c.foot_slip, R.foot_slip(self.foot_height, out.foot_vel, c.foot_slip_height,
                                                    c.foot_slip_width)),
@@ -263,6 +314,8 @@ class VelocityEnv(LocomotionEnv):
         the com offset's three axes together)."""
         log = super()._episode_log(dones, terminated, diverged, time_outs)
         log["Curriculum/command_progress"] = self.commands.progress
+        if self.terrain_levels is not None:
+            log["Curriculum/terrain_levels"] = self.terrain_levels.mean_level
         if bool(self.adversarial.any()):  # where the adversary holds its envs: 0 at a range's low end, 1 at its high
             log["Adversary/envs"] = float(self.adversarial.sum())
             for name, (lo, hi) in self._draw_bounds().items():
@@ -275,6 +328,7 @@ class VelocityEnv(LocomotionEnv):
         N, rc = self.num_envs, self.cfg.reset
         q = torch.tensor(self.model.default_q(base_height=rc.height), dtype=self.dtype, device=self.device)
         q[:, :2] = self.uniform(-rc.position_xy, rc.position_xy, N, 2)
+        q[:, :3] = q[:, :3] + self.env_origins  # the env's terrain tile (0 on flat ground)
         q[:, 3:7] = yaw_quat(self.uniform(-rc.yaw, rc.yaw, N))
         q[:, 7:] = self.default_joint_pos_sim * self.uniform(*rc.joint_pos_scale, N, self.num_actions)
         u = torch.zeros(N, self.model.nv, dtype=self.dtype, device=self.device)
@@ -387,6 +441,13 @@ class VelocityEnv(LocomotionEnv):
         if grads is not None or self._leaves is not None:  # the moved parameters' observations (critic: friction)
             self._obs = self._observe().detach()
 
+    def _reset_envs(self, mask: torch.Tensor) -> None:
+        """The terrain curriculum first (from where the finished episodes ended, their commands), then the reset."""
+        if self.terrain_levels is not None and self.cfg.terrain.curriculum and self._levels_started:
+            self.terrain_levels.update(mask, self.q[:, :2].detach(), self.commands.command[:, :2].to(self.dtype))
+        self._levels_started = True
+        super()._reset_envs(mask)
+
     def _on_reset(self, mask: torch.Tensor) -> None:
         r = self.cfg.randomization
         self.push_time_left = torch.where(mask, self.uniform(*r.push_interval, self.num_envs).float(),
@@ -415,6 +476,7 @@ class VelocityEnv(LocomotionEnv):
                 "draws": {k: v.detach().clone() for k, v in self._draws.items()},
                 "adversarial": self.adversarial.clone(),
                 "reset_since_detach": self._reset_since_detach.clone(),
+                "terrain_levels": None if self.terrain_levels is None else self.terrain_levels.levels.clone(),
                 # the adversary's next step (at detach_state) follows these: a resumed run takes the same step
                 "adversary_grads": None if self._leaves is None else {
                     k: v.grad.detach().clone() for k, v in self._leaves.items() if v.grad is not None}}
@@ -431,6 +493,8 @@ class VelocityEnv(LocomotionEnv):
         self.push_time_left = state["push_time_left"].clone()
         self.base_mass_scale = state["base_mass_scale"].clone().to(self.dtype)
         self.foot_height = state["foot_height"].clone().to(self.dtype)
+        if self.terrain_levels is not None and state.get("terrain_levels") is not None:
+            self.terrain_levels.levels = state["terrain_levels"].clone()
         if "draws" in state:
             nominal = self._nominal_draws()  # draws of options since removed are not taken
             self._draws = {k: v.clone().to(self.dtype) for k, v in state["draws"].items() if k in nominal}

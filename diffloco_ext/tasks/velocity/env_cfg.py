@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from diffloco_ext.sim.config import SimCfg
 from diffloco_ext.sim.contact import ContactParams
+from diffloco_ext.sim.terrain_generator import TerrainGeneratorCfg, rough_terrains_cfg
 from diffloco_ext.tasks.schedule import interpolated_range
 
 from .gaits import GaitCfg, named_gait
@@ -101,6 +102,7 @@ class ObservationNoiseCfg:
     projected_gravity: float = 0.05
     joint_pos: float = 0.01  # rad
     joint_vel: float = 1.5  # rad/s
+    height_scan: float = 0.1  # m (the rough interface's scan, before its clip to +-1)
 
 
 @dataclass
@@ -322,6 +324,20 @@ class TerminationsCfg:
 
 
 @dataclass
+class TerrainCfg:
+    """Generated terrain under the envs (Isaac Lab's ``TerrainImporterCfg`` with a generator and the
+    ``terrain_levels`` curriculum; :mod:`diffloco_ext.sim.terrain_generator`, :mod:`.terrain_levels`).
+
+    ``generator``: the tiles (default Isaac Lab's ``ROUGH_TERRAINS_CFG``: 10 levels x 20 columns of six
+    sub-terrain types); ``max_init_level``: the highest level an env starts on; ``curriculum``: move envs up and
+    down the levels by how far they walked (False: they stay on their first tile)."""
+
+    generator: TerrainGeneratorCfg = field(default_factory=rough_terrains_cfg)
+    max_init_level: int = 5
+    curriculum: bool = True
+
+
+@dataclass
 class VelocityEnvCfg:
     """The velocity-tracking task (defaults: ANYmal D on flat ground, Isaac Lab's flat task conventions)."""
 
@@ -342,6 +358,10 @@ class VelocityEnvCfg:
     after Isaac Lab's 48 observations (50 inputs; :func:`.observations.gait_clock_observation`). Without it the
     policy cannot see where the episode-clocked reference is in its cycle, and every gait's reference trained a
     trot (docs/tasks.md, "Gaits")."""
+    terrain: TerrainCfg | None = None
+    """Generated terrain (None: flat ground). With terrain the policy also reads Isaac Lab's height scan, 187 values
+    after the 48 (Isaac Lab's rough interface: 235; :mod:`.height_scan`), rewards measure foot heights above the
+    ground under each foot, and each env starts on its tile of the terrain curriculum."""
     rewards: RewardsCfg = field(default_factory=RewardsCfg)
     randomization: RandomizationCfg = field(default_factory=RandomizationCfg)
     reset: ResetCfg = field(default_factory=ResetCfg)
@@ -465,6 +485,32 @@ class AnymalDFlatAlignedEnvCfg_PLAY(AnymalDFlatEnvCfg_PLAY):
         self.sim.engine, self.sim.surrogate = "mujoco", "smoothed"
         after = self.randomization.after_curriculum
         after.adversarial_fraction = after.soft_ground_fraction = 0.0
+
+
+@dataclass
+class AnymalDRoughEnvCfg(AnymalDFlatEnvCfg):
+    """``DiffLoco-Velocity-Rough-AnymalD``: Isaac Lab's ``Isaac-Velocity-Rough-AnymalD`` interface (the 48, then its
+    187-point height scan: 235 observations) on its generated rough terrain with its terrain-level curriculum, and
+    the flat task's recipe. As Isaac Lab's rough task: no flat-orientation penalty (slopes tilt the base)."""
+
+    terrain: TerrainCfg | None = field(default_factory=TerrainCfg)
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.rewards.flat_orientation = 0.0
+
+
+@dataclass
+class AnymalDRoughEnvCfg_PLAY(AnymalDFlatEnvCfg_PLAY):
+    """Playing ``DiffLoco-Velocity-Rough-AnymalD`` as Isaac Lab's ``_PLAY``: a smaller terrain (5 levels x 5
+    columns), the envs on random tiles without the curriculum."""
+
+    terrain: TerrainCfg | None = field(default_factory=lambda: TerrainCfg(
+        generator=rough_terrains_cfg(num_rows=5, num_cols=5), max_init_level=4, curriculum=False))
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.rewards.flat_orientation = 0.0
 
 
 @dataclass

@@ -6,7 +6,10 @@ clipping: base linear velocity of the centre of mass in the base frame (m/s, 3),
 base frame (rad/s, 3), projected gravity (3), command (vx, vy m/s, wz rad/s) (3), joint positions minus default
 (rad, 12), joint velocities (rad/s, 12), last actions (12); joints in Isaac Lab's order.
 
-``gait_clock_observation`` [N, 2]: the gait-clock interface's two extra inputs, appended after the 48
+With generated terrain (``VelocityEnvCfg.terrain``) Isaac Lab's ``Isaac-Velocity-Rough-AnymalD`` interface: the 48,
+then its height scan (187 values, :mod:`.height_scan`): 235.
+
+``gait_clock_observation`` [N, 2]: the gait-clock interface's two extra inputs, appended after the 48 (and the scan)
 (``VelocityEnvCfg.gait_clock``): ``sin(2 pi t / T)``, ``cos(2 pi t / T)``, ``t`` the time since the episode (on a
 robot: the policy) started (s), ``T`` the gait's period (s) -- the cycle phase at which the foot-height reference
 has the left-front foot begin its swing at phase 0 (:mod:`.gaits`).
@@ -22,18 +25,27 @@ from ..robot_state import BaseState
 POLICY_TERMS = (("base_lin_vel", 3), ("base_ang_vel", 3), ("projected_gravity", 3), ("velocity_commands", 3),
                 ("joint_pos", 12), ("joint_vel", 12), ("actions", 12))
 
-#: The gait-clock interface's extra term, after :data:`POLICY_TERMS`.
+#: The rough interface's height scan (Isaac Lab's 17 x 11 grid), after :data:`POLICY_TERMS`.
+HEIGHT_SCAN_TERM = ("height_scan", 187)
+
+#: The gait-clock interface's extra term, last.
 GAIT_CLOCK_TERM = ("gait_clock", 2)
 
 
-def policy_terms(gait_clock: bool) -> tuple[tuple[str, int], ...]:
-    """The policy group's terms, in order: Isaac Lab's 48, then the gait clock where the task has it."""
-    return POLICY_TERMS + ((GAIT_CLOCK_TERM,) if gait_clock else ())
+def policy_terms(gait_clock: bool, height_scan: bool = False) -> tuple[tuple[str, int], ...]:
+    """The policy group's terms, in order: Isaac Lab's 48, the height scan on terrain, then the gait clock where the
+    task has them."""
+    return POLICY_TERMS + ((HEIGHT_SCAN_TERM,) if height_scan else ()) + ((GAIT_CLOCK_TERM,) if gait_clock else ())
+
+
+def task_policy_terms(cfg) -> tuple[tuple[str, int], ...]:
+    """:func:`policy_terms` of a velocity task config."""
+    return policy_terms(bool(getattr(cfg, "gait_clock", False)), getattr(cfg, "terrain", None) is not None)
 
 
 def num_policy_observations(cfg) -> int:
-    """The policy observation's size of a velocity task config (48, or 50 with ``cfg.gait_clock``)."""
-    return sum(size for _, size in policy_terms(bool(getattr(cfg, "gait_clock", False))))
+    """The policy observation's size of a velocity task config (48; 235 on terrain; + 2 with ``cfg.gait_clock``)."""
+    return sum(size for _, size in task_policy_terms(cfg))
 
 
 def gait_clock_observation(time: torch.Tensor, period: float) -> torch.Tensor:
