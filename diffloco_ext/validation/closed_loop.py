@@ -76,6 +76,9 @@ class TaskInterface:
         cfg = registry.load_play_cfg(task)
         if not hasattr(cfg, "commands") or not hasattr(cfg, "actions"):
             raise ValueError(f"task '{task}' is not a velocity-tracking task (no commands/actions config)")
+        if getattr(cfg, "terrain", None) is not None:
+            raise ValueError(f"task '{task}' runs on generated terrain: the validation's scenarios and backends are on "
+                             f"flat ground (its height-scan inputs would read a terrain that is not there)")
         robot = get_robot(cfg.robot)
         to_il = torch.as_tensor(robot.isaaclab_permutation(), dtype=torch.long)
         default = torch.as_tensor(robot.default_joint_positions(), dtype=torch.float64)
