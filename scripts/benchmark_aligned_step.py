@@ -25,6 +25,7 @@ import torch
 
 from diffloco_ext.sim.mujoco_engine import MujocoEngine
 from diffloco_ext.tasks import registry
+from diffloco_ext.tasks.step_rate import env_step_rate
 
 TASK = "DiffLoco-Velocity-Flat-AnymalD"
 
@@ -37,29 +38,12 @@ def _positive(text: str) -> int:
 
 
 def env_rate(num_envs: int, steps: int, backward: bool, engine: str, surrogate: str, threads: int) -> float:
-    """Env-steps/s of a rollout of the task (and its backward pass with ``backward``)."""
-    cfg = registry.load_play_cfg(TASK)
-    cfg.num_envs = num_envs
-    cfg.sim.engine, cfg.sim.surrogate, cfg.sim.engine_threads = engine, surrogate, threads
-    env = registry.make_env(TASK, cfg)
-    gen = torch.Generator().manual_seed(0)
-    actions = 0.3 * torch.randn(2 * steps, num_envs, env.num_actions, generator=gen)
-    with torch.set_grad_enabled(backward):  # a warm-up rollout as long: kernels compiled, every taped record made
-        warm = actions[:steps].clone().requires_grad_(backward)
-        total = sum(env.step(torch.tanh(a))[1].sum() for a in warm)
-        if backward:
-            total.backward()
-    env.detach_state()
-    start = time.perf_counter()
-    with torch.set_grad_enabled(backward):
-        params = actions[steps:].clone().requires_grad_(backward)
-        total = 0.0
-        for a in params:
-            _, reward, _, _ = env.step(torch.tanh(a))
-            total = total + reward.sum()
-        if backward:
-            total.backward()
-    return num_envs * steps / (time.perf_counter() - start)
+    """Env-steps/s of a rollout of the task (and its backward pass with ``backward``) on ``engine``."""
+
+    def edit(cfg):
+        cfg.sim.engine, cfg.sim.surrogate, cfg.sim.engine_threads = engine, surrogate, threads
+
+    return env_step_rate(TASK, num_envs, steps, backward, edit)
 
 
 def mujoco_rate(num_envs: int, steps: int, threads: int) -> float:

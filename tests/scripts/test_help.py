@@ -8,7 +8,7 @@ import pytest
 from ..script_modules import SCRIPTS, load_script
 
 NAMES = ["play", "list_envs", "validate", "cross_validate", "export_robot", "benchmark_sim", "benchmark_learners",
-         "benchmark_aligned_step",
+         "benchmark_aligned_step", "benchmark_terrain",
          "benchmark_body_gaps", "experiments/compare_learners", "experiments/kappa_sweep",
          "experiments/shac_toy_comparison", "experiments/horizon_gradient_check", "experiments/surrogate_jacobians",
          "experiments/gaits", "experiments/gradient_landscapes",
