@@ -47,6 +47,7 @@ def to_mjcf(
     joint_limits: bool = False,
     joint_friction: bool = False,
     visuals: bool = False,
+    body_collisions: bool = False,
 ) -> str:
     """The robot as MJCF XML text (optionally on a floor plane at z = 0).
 
@@ -63,6 +64,10 @@ def to_mjcf(
         visuals: Add the collision capsules as visual geoms (group 1: no contacts, no mass), for rendering.
         joint_friction: Write the joints' Coulomb ``frictionloss``. Off by default for the same reason (the
             simulator models viscous joint damping, which is always written, but no joint Coulomb friction).
+        body_collisions: The collision capsules (base, thighs, shanks) collide with the ground as the feet do
+            (no mass; not with each other): on terrain, where a shank can hit a stair's edge. Off by default: on
+            flat ground the differentiable simulator's feet are its only contacts, and the comparison is like for
+            like.
     """
     if actuators not in ACTUATOR_KINDS:
         raise ValueError(f"actuators must be one of {ACTUATOR_KINDS}, got '{actuators}'")
@@ -113,6 +118,16 @@ def to_mjcf(
                 geom.update(type="capsule", size=repr(float(shape.radius)), fromto=_num(*shape.start, *shape.end))
             ET.SubElement(elements[shape.body], "geom", **geom)
 
+    if body_collisions:  # the capsules against the ground only (conaffinity 2), as the feet
+        for i, shape in enumerate(robot.collision_shapes):
+            geom = dict(name=f"{shape.body}_collision_{i}", contype="0", conaffinity="2", condim="3", mass="0",
+                        friction=contact_friction)
+            if shape.is_sphere:
+                geom.update(type="sphere", size=repr(float(shape.radius)), pos=_num(*shape.start))
+            else:
+                geom.update(type="capsule", size=repr(float(shape.radius)), fromto=_num(*shape.start, *shape.end))
+            ET.SubElement(elements[shape.body], "geom", **geom)
+
     for foot in robot.feet:
         ET.SubElement(elements[foot.body], "geom", name=foot.name, type="sphere", size=repr(float(foot.radius)),
                       pos=_num(*foot.offset), contype="0", conaffinity="2", condim="3", mass="0",
@@ -133,8 +148,8 @@ def to_mjcf(
 
 
 def to_mjspec(robot: RobotDescription, terrain: tuple | None = None, **kwargs) -> mujoco.MjSpec:
-    """The robot as an editable ``MjSpec`` (arguments as :func:`to_mjcf`); with ``terrain``, on that height field
-    instead of the floor plane (:func:`add_height_field`)."""
+    """The robot as an editable ``MjSpec`` (arguments as :func:`to_mjcf`); with ``terrain`` (``(heights, origin_xy,
+    resolution)``), on that height field instead of the floor plane (:func:`add_height_field`)."""
     if terrain is not None:
         kwargs["floor"] = False
     spec = mujoco.MjSpec.from_string(to_mjcf(robot, **kwargs))

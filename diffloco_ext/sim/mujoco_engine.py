@@ -22,8 +22,13 @@ Divergence: an env whose state leaves the finite numbers, exceeds ``max_speed`` 
 flagged in :attr:`EngineStep.diverged` and returned at its input state (held, as the simulator's divergence guard
 does); MuJoCo's warning counters are cleared after each step.
 
+Ground: the plane z = 0, or with ``terrain`` (``(heights [nx, ny], origin_xy, resolution)``, the simulator's
+height-field layout, e.g. a generated terrain's arrays) MuJoCo's ``hfield`` of those heights, and then the robot's
+collision capsules (base, thighs, shanks) collide with it too (:func:`~..assets.mjcf_exporter.to_mjcf`'s
+``body_collisions``): on stairs a shank can hit an edge.
+
 Per-env parameters (:meth:`MujocoEngine.set_parameters`): one ``MjModel`` copy per env; ``friction`` sets the
-sliding friction of the floor and the foot geoms (MuJoCo combines a pair by max: the value itself), the base's
+sliding friction of the ground and the foot geoms (MuJoCo combines a pair by max: the value itself), the base's
 mass, centre of mass (base frame) and inertia (a scale on the principal moments) the base body's, then
 ``mj_setConst``; the drive gains ``k_p``, ``k_d`` per env and joint.
 """
@@ -61,12 +66,13 @@ class EngineStep(NamedTuple):
 
 class MujocoEngine:
     """``num_envs`` copies of ``robot`` in MuJoCo (see the module docstring); ``threads`` defaults to the CPU count
-    (at most 8); ``contact_time_constant`` (s) sets every geom's ``solref`` time constant (None: MuJoCo's 0.02)."""
+    (at most 8); ``contact_time_constant`` (s) sets every geom's ``solref`` time constant (None: MuJoCo's 0.02);
+    ``terrain``: a height field instead of the floor (module docstring)."""
 
     def __init__(self, robot: RobotDescription, num_envs: int, policy_dt: float = 0.02,
                  steps_per_policy_step: int = 8, friction: float = 1.0, threads: int | None = None,
                  contact_time_constant: float | None = None, max_speed: float = 1.0e3,
-                 max_distance: float = 1.0e4):
+                 max_distance: float = 1.0e4, terrain: tuple | None = None):
         if robot.actuator is None:
             raise ValueError(f"robot '{robot.name}' has no drive model")
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
@@ -80,7 +86,9 @@ class MujocoEngine:
         self.substeps = steps_per_policy_step
         self.threads = int(threads or min(8, os.cpu_count() or 1))
         self.max_speed, self.max_distance = float(max_speed), float(max_distance)
-        self.model = to_mjmodel(robot, actuators="motor", timestep=self.policy_dt / self.substeps, friction=friction)
+        self.terrain = terrain
+        self.model = to_mjmodel(robot, terrain, actuators="motor", timestep=self.policy_dt / self.substeps,
+                                friction=friction, body_collisions=terrain is not None)
         self.model.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_WARMSTART)
         if contact_time_constant is not None:
             # MuJoCo clamps a time constant below two steps to two steps (mjtDisableBit.mjDSBL_REFSAFE): refuse it
@@ -90,7 +98,8 @@ class MujocoEngine:
             self.model.geom_solref[:, 0] = contact_time_constant  # every geom: a pair mixes its two geoms' values
         self.models = [copy.copy(self.model) for _ in range(num_envs)]
         self._scratch = mujoco.MjData(self.model)
-        self._friction_geoms = [self.model.geom("floor").id] + [self.model.geom(f.name).id for f in robot.feet]
+        ground = self.model.geom("floor" if terrain is None else "terrain").id
+        self._friction_geoms = [ground] + [self.model.geom(f.name).id for f in robot.feet]
         self.base_body = self.model.body(robot.bodies[0].name).id
         #: the base body's nominal mass (kg), centre of mass (base frame, m) and principal inertia (kg m^2)
         self.base_mass = float(self.model.body_mass[self.base_body])
