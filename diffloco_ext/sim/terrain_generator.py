@@ -145,7 +145,8 @@ class TerrainGeneratorCfg:
     ``size``: one tile (x, y); ``num_rows`` levels along x, ``num_cols`` types along y; ``border_width``: the flat band
     around the tiles; ``resolution``: the node spacing of the height grid, Isaac Lab's ``horizontal_scale`` (the
     height-field types are defined on it); ``vertical_scale``: the height quantum of those types; ``difficulty_range``:
-    the difficulties the rows span; ``seed``: every random draw.
+    the difficulties the rows span; ``seed``: every random draw; ``row_difficulties``: instead of the range, each
+    row's difficulty given (one per row; e.g. a validation terrain with rows at the difficulties its scenarios name).
     """
 
     size: tuple[float, float] = (8.0, 8.0)
@@ -156,6 +157,7 @@ class TerrainGeneratorCfg:
     vertical_scale: float = 0.005
     difficulty_range: tuple[float, float] = (0.0, 1.0)
     seed: int = 0
+    row_difficulties: tuple[float, ...] | None = None
     sub_terrains: dict[str, SubTerrainCfg] = field(default_factory=dict)
 
     def check(self, where: str = "terrain") -> None:
@@ -188,6 +190,12 @@ class TerrainGeneratorCfg:
         _check_range(f"{where}.difficulty_range", self.difficulty_range)
         if self.difficulty_range[1] > 1.0:
             raise ValueError(f"{where}.difficulty_range must lie in [0, 1], got {self.difficulty_range}")
+        if self.row_difficulties is not None:
+            rows = list(self.row_difficulties)
+            if len(rows) != self.num_rows or not all(
+                    isinstance(d, (int, float)) and not isinstance(d, bool) and 0.0 <= d <= 1.0 for d in rows):
+                raise ValueError(f"{where}.row_difficulties must give one difficulty in [0, 1] per row "
+                                 f"({self.num_rows}), got {self.row_difficulties!r}")
 
 
 #: Isaac Lab 3.0's ``ROUGH_TERRAINS_CFG`` (``isaaclab/terrains/config/rough.py``), the rough task's terrain.
@@ -390,6 +398,8 @@ def generate(cfg: TerrainGeneratorCfg) -> GeneratedTerrain:
     for c in range(cfg.num_cols):
         for r in range(cfg.num_rows):
             d = lo + (hi - lo) * (r + rng.uniform()) / cfg.num_rows
+            if cfg.row_difficulties is not None:
+                d = float(cfg.row_difficulties[r])
             tile_seed = (cfg.seed * 1_000_003 + c * cfg.num_rows + r) % 2**31
             tile, z = sub_terrain_tile(cfg.sub_terrains[types[c]], d, cfg, tile_seed)
             i0, j0 = border + r * tile_nx, border + c * tile_ny

@@ -118,7 +118,19 @@ def available(name: str) -> tuple[bool, str]:
     return True, ""
 
 
-def make_backend(name: str, robot, num_envs: int, *, policy_dt: float, friction: float = 1.0):
-    """Backend ``name`` for ``num_envs`` robots ``robot`` at the task's ``policy_dt`` (s)."""
+#: The backends that run on generated terrain (its arrays as their ground).
+TERRAIN_BACKENDS = ("hard", "mujoco", "smoothed", "mujoco-soft")
+
+
+def make_backend(name: str, robot, num_envs: int, *, policy_dt: float, friction: float = 1.0, terrain=None):
+    """Backend ``name`` for ``num_envs`` robots ``robot`` at the task's ``policy_dt`` (s), on flat ground or on
+    ``terrain`` (a generated terrain; the backends of :data:`TERRAIN_BACKENDS`)."""
     s = spec(name)
-    return factory(name)(robot, num_envs, policy_dt=policy_dt, sim_dt=s.sim_dt, friction=friction, **s.options)
+    extra = {}
+    if terrain is not None:
+        if name not in TERRAIN_BACKENDS:
+            raise BackendUnavailable(f"backend '{name}' does not run on generated terrain here; the terrain "
+                                     f"backends are {list(TERRAIN_BACKENDS)}")
+        extra["terrain"] = terrain
+    return factory(name)(robot, num_envs, policy_dt=policy_dt, sim_dt=s.sim_dt, friction=friction, **s.options,
+                         **extra)

@@ -26,6 +26,7 @@ from .gates import scenario_metrics
 from .policy_io import load_checkpoint
 from .robot_kinematics import RobotKinematics
 from .scenarios import load_config
+from .terrain_scenarios import validation_terrain
 
 
 def measure_checkpoints(checkpoints: list[tuple[int, str]], task: str, config_path: str, backend: str = "hard",
@@ -53,8 +54,10 @@ def measure_checkpoints(checkpoints: list[tuple[int, str]], task: str, config_pa
     if episodes is not None:
         chosen[0].episodes = int(episodes)
     specs = plan_episodes(chosen)
-    sim = backend_registry.make_backend(backend, interface.robot, len(specs), policy_dt=interface.policy_dt)
-    kinematics = RobotKinematics(interface.robot, len(specs))
+    terrain = validation_terrain(chosen, interface.env_cfg, config.settings.terrain_seed)
+    sim = backend_registry.make_backend(backend, interface.robot, len(specs), policy_dt=interface.policy_dt,
+                                        terrain=terrain)
+    kinematics = RobotKinematics(interface.robot, len(specs), terrain)
     rows = []
     try:
         for iteration, path in checkpoints:
@@ -65,7 +68,8 @@ def measure_checkpoints(checkpoints: list[tuple[int, str]], task: str, config_pa
             rows.append({"iteration": iteration, "path": path, "lin_vel_error": m["lin_vel_error"],
                          "ang_vel_error": m["ang_vel_error"], "fall_rate": m["fall_rate"],
                          "falls": int(round(m["fall_rate"] * len(specs))), "episodes": len(specs),
-                         "action_rate": m["action_rate"]})
+                         "action_rate": m["action_rate"], "stuck_rate": m["stuck_rate"],
+                         "body_contact": m["body_contact"]})
             if printer is not None:
                 printer(f"{os.path.basename(path)}: v_xy err {m['lin_vel_error']:.3f} m/s, w_z err "
                         f"{m['ang_vel_error']:.3f} rad/s, falls {rows[-1]['falls']}/{len(specs)}, action rate "

@@ -4,8 +4,9 @@ The task gives (:class:`TaskInterface`, from the registered task's config): the 
 (:func:`~diffloco_ext.tasks.velocity.observations.policy_observation`, no noise), the joint order and action
 scale (``target = default + scale * action``, Isaac Lab's joint order), the command generator
 (:class:`~diffloco_ext.tasks.velocity.commands.VelocityCommand`, for random commands), the reset height and the
-policy step. The policy is called as deployed: ``actions = policy(obs)``, ``obs`` [N, 48] float32 ([N, 50] with
-the gait clock).
+policy step. The policy is called as deployed: ``actions = policy(obs)``, ``obs`` [N, 48] float32 (Isaac Lab's flat
+interface; [N, 235] with the rough interface's height scan of the ground the backend runs on, flat or a generated
+terrain; + 2 with the gait clock).
 
 Episodes of several scenarios and seeds are packed into one batch of the backend's envs (:func:`run_batch`);
 each env follows its own scenario: commands (a piecewise-constant schedule, or the task's random commands with
@@ -14,8 +15,9 @@ draws (initial yaw, commands, push times and kicks) come from one generator per 
 with the index of the group's first episode (a (scenario, seed) with more episodes than a batch holds goes on with new
 draws in the next batch, not with the first batch's again), so an episode's randomness does not depend on the backend.
 
-Per step and env the gate quantities (:mod:`.gates`) are accumulated, and the first episode of each scenario
-(its first seed) is recorded as a trace for the figures.
+On generated terrain (scenarios with a ``terrain``: :mod:`.terrain_scenarios`) each episode starts on its tile's
+origin. Per step and env the gate quantities (:mod:`.gates`) are accumulated (at the end, whether the episode got
+stuck), and the first episode of each scenario (its first seed) is recorded as a trace for the figures.
 """
 
 from __future__ import annotations
@@ -32,12 +34,14 @@ from ..assets.robot_description import RobotDescription
 from ..tasks import registry
 from ..tasks.robot_state import BaseState, yaw_quat
 from ..tasks.velocity.commands import VelocityCommand
+from ..tasks.velocity.height_scan import CLIP as SCAN_CLIP, HeightGrid, height_scan
 from ..tasks.velocity.observations import gait_clock_observation, num_policy_observations, policy_observation
 from .backends import EnvParameters
 from .gait_analysis import LEGS, measure_gait
 from .gates import MetricSums
 from .robot_kinematics import RobotKinematics
 from .scenarios import Scenario, Settings
+from .terrain_scenarios import episode_origins, stuck
 
 TRACE_KEYS = ("time", "command", "lin_vel_b", "ang_vel_b", "base_pos", "roll_pitch", "joint_pos", "joint_vel",
               "joint_target", "joint_torque", "foot_height", "stance", "q", "alive")
@@ -67,6 +71,11 @@ class TaskInterface:
         return bool(getattr(self.env_cfg, "gait_clock", False))
 
     @property
+    def height_scan(self) -> bool:
+        """Whether the policy reads the rough interface's height scan after the 48 (a task with a terrain)."""
+        return getattr(self.env_cfg, "terrain", None) is not None
+
+    @property
     def gait_period(self) -> float:
         """The gait clock's period (s)."""
         return float(self.env_cfg.gait.period)
@@ -76,9 +85,6 @@ class TaskInterface:
         cfg = registry.load_play_cfg(task)
         if not hasattr(cfg, "commands") or not hasattr(cfg, "actions"):
             raise ValueError(f"task '{task}' is not a velocity-tracking task (no commands/actions config)")
-        if getattr(cfg, "terrain", None) is not None:
-            raise ValueError(f"task '{task}' runs on generated terrain: the validation's scenarios and backends are on "
-                             f"flat ground (its height-scan inputs would read a terrain that is not there)")
         robot = get_robot(cfg.robot)
         to_il = torch.as_tensor(robot.isaaclab_permutation(), dtype=torch.long)
         default = torch.as_tensor(robot.default_joint_positions(), dtype=torch.float64)
@@ -181,7 +187,8 @@ def batch_groups(batch: list[EpisodeSpec], task_commands) -> dict[tuple[str, int
 
 def run_batch(backend, policy, task: TaskInterface, kinematics: RobotKinematics, batch: list[EpisodeSpec],
               settings: Settings, record_observations: int = 0, on_step=None) -> BatchResult:
-    """Run the episodes ``batch`` (at most ``backend.num_envs``; extra envs stand idle at nominal settings)."""
+    """Run the episodes ``batch`` (at most ``backend.num_envs``; extra envs stand idle at nominal settings) on the
+    ground of ``kinematics`` (flat, or its terrain: the backend's must be the same)."""
     N, n = backend.num_envs, task.num_actions
     B = len(batch)
     if B > N:
@@ -209,6 +216,20 @@ def run_batch(backend, policy, task: TaskInterface, kinematics: RobotKinematics,
     q = torch.tensor(kinematics.model.default_q(base_height=task.reset_height), dtype=torch.float64)
     for g in groups.values():
         q[g.envs, 3:7] = yaw_quat(g.yaw)
+    terrain = kinematics.terrain
+    on_terrain = [s.scenario.terrain is not None for s in batch]
+    if any(on_terrain) != (terrain is not None) or (terrain is not None and not all(on_terrain)):
+        raise ValueError("a batch runs on terrain exactly when its scenarios have one and the backend's kinematics "
+                         "carry that terrain")
+    if terrain is not None:  # each episode on its tile's origin
+        origins = torch.as_tensor(episode_origins(terrain, [(s.scenario, s.index) for s in batch]))
+        q[:B, :2] = origins[:, :2]
+        q[:B, 2] = origins[:, 2] + task.reset_height
+    if task.height_scan:  # the ground the policy's scan reads: the terrain's heights, or the plane z = 0
+        grid = HeightGrid.of(terrain) if terrain is not None else None
+
+        def ground(x, y):
+            return grid(x, y) if grid is not None else torch.zeros_like(x)
     u = torch.zeros(N, robot.num_joints + 6, dtype=torch.float64)
     backend.set_parameters(params)
     backend.reset(q, u)
@@ -226,6 +247,7 @@ def run_batch(backend, policy, task: TaskInterface, kinematics: RobotKinematics,
     legs = [next(i for i, f in enumerate(robot.feet) if f.name[:2] == leg) for leg in LEGS] \
         if sorted(f.name[:2] for f in robot.feet) == sorted(LEGS) else None
     stance_log, window_log = [], []
+    position_log, command_log, standing_log = [], [], []
     base_com = task.base_com.expand(N, 3)
     command = torch.zeros(N, 3, dtype=torch.float64)
     for t in range(steps):
@@ -242,6 +264,9 @@ def run_batch(backend, policy, task: TaskInterface, kinematics: RobotKinematics,
         else:
             q_obs, u_obs = q, u
         obs = policy_observation(q_obs, u_obs, base_com, command, actions, task.default_il, task.to_isaaclab)
+        if task.height_scan:  # Isaac Lab's scan of the (possibly delayed) state, clipped as in training
+            scan = height_scan(torch.nan_to_num(q_obs[:, :3]), torch.nan_to_num(q_obs[:, 3:7]), ground)
+            obs = torch.cat([obs, scan.clamp(-SCAN_CLIP, SCAN_CLIP)], dim=1)
         if task.gait_clock:  # the clock is the controller's own: never delayed
             obs = torch.cat([obs, gait_clock_observation(torch.full((N,), time_s, dtype=obs.dtype), task.gait_period)],
                             dim=1)
@@ -281,7 +306,10 @@ def run_batch(backend, policy, task: TaskInterface, kinematics: RobotKinematics,
             stance_log.append(stance[:, legs])
             window_log.append(gated & (torch.linalg.norm(command[:, :2], dim=1) > settings.gait_min_speed).numpy())
         tilt = roll_pitch(finite_q[:, 3:7])
-        sums.add(gated,
+        position_log.append(finite_q[:, :2].numpy().copy())
+        command_log.append(command[:, :2].numpy().copy())
+        standing_log.append((active & alive).numpy())
+        sums.add(gated, body_contact=kinematics.limb_contact(finite_q).astype(np.float64),
                  lin_err=torch.linalg.norm(command[:, :2] - base.lin_vel_b[:, :2], dim=1).numpy(),
                  ang_err=(command[:, 2] - base.ang_vel_b[:, 2]).abs().numpy(),
                  torque=torque, saturated=saturated,
@@ -329,6 +357,7 @@ def run_batch(backend, policy, task: TaskInterface, kinematics: RobotKinematics,
         if on_step is not None:
             finished = int(((duration[:B] <= end + 1e-9) | ~alive[:B]).sum())
             on_step(t + 1, steps, finished)
+    sums.stuck = stuck(np.stack(position_log), np.stack(command_log), np.stack(standing_log), dt)
     episodes = [(spec, {k: v[0] for k, v in sums.rows(np.array([e])).items()}) for e, spec in enumerate(batch)]
     if legs is not None:  # the gait of each episode over its window (None: too little of it)
         stance_all, window_all = np.stack(stance_log), np.stack(window_log)

@@ -22,6 +22,10 @@ foot_slip           m/s     mean horizontal speed of the stance feet's contact p
                             slip)
 base_tilt           rad     largest ``|roll|`` or ``|pitch|`` of the base
 action_rate         1       mean over samples of the RMS over joints of ``a_t - a_(t-1)`` (action units)
+stuck_rate          1       fraction of the episodes stuck: a 10-s window, standing, commanded faster than 0.3 m/s
+                            on average, in which the base moved less than 1 m (:mod:`.terrain_scenarios`)
+body_contact        1       fraction of the samples with a thigh or shank collision capsule at or below the
+                            ground (:mod:`.robot_kinematics`)
 gait_mismatch       1       fraction of the episodes whose gait (:mod:`.gait_analysis`, over their steps commanded
                             faster than ``settings.gait_min_speed``) is not the task's gait (``env.gait``);
                             checked where episodes were measured, for a task whose gait has a class
@@ -47,6 +51,8 @@ GATES: dict[str, tuple[str, str]] = {
     "foot_slip": ("m/s", "mean horizontal speed of the stance feet's contact points"),
     "base_tilt": ("rad", "largest |roll| or |pitch|"),
     "action_rate": ("", "mean RMS action change per policy step"),
+    "stuck_rate": ("", "fraction of episodes stuck (commanded > 0.3 m/s, < 1 m in 10 s)"),
+    "body_contact": ("", "fraction of samples with a thigh or shank on the ground"),
     "gait_mismatch": ("", "fraction of moving episodes not walking the task's gait"),
     "export_mismatch": ("", "largest |exported - torch| action on the recorded observations"),
 }
@@ -63,12 +69,15 @@ ON_HARDWARE: dict[str, str] = {
     "foot_slip": "stance feet slide: lost traction, worse on low friction, wear of the feet",
     "base_tilt": "the base rolls or pitches far: close to a fall, sensors and payload disturbed",
     "action_rate": "the joint targets change fast: drive heating, wear and vibration on the robot",
+    "stuck_rate": "the robot stops where the terrain gets hard: it does not get where it is sent",
+    "body_contact": "thighs or shanks hit the ground or a step: impacts on the legs, lost footing",
     "gait_mismatch": "the robot does not walk the gait it was trained for: its loads and timing differ from the design",
     "export_mismatch": "the exported file does not compute the trained policy: re-export",
 }
 
 #: Per-env sums a batch accumulates (arrays [N], ``torque_sq`` [N, n]); see :class:`MetricSums`.
-_SUM_FIELDS = ("samples", "lin_err", "ang_err", "saturated", "joint_samples", "stance", "slip", "action_rate")
+_SUM_FIELDS = ("samples", "lin_err", "ang_err", "saturated", "joint_samples", "stance", "slip", "action_rate",
+               "body_contact")
 _MAX_FIELDS = ("qd_ratio", "limit_excess", "tilt")
 
 
@@ -84,9 +93,10 @@ class MetricSums:
         self.fell = np.zeros(num_envs, dtype=bool)
         self.fall_time = np.full(num_envs, np.nan)
         self.fall_command = np.full((num_envs, 3), np.nan)  # (vx, vy, wz) commanded when the env fell
+        self.stuck = np.zeros(num_envs, dtype=bool)  # set at the batch's end (:func:`.terrain_scenarios.stuck`)
 
     def add(self, m: np.ndarray, *, lin_err, ang_err, torque, saturated, qd_ratio, limit_excess, stance, slip,
-            tilt, action_rate) -> None:
+            tilt, action_rate, body_contact=None) -> None:
         """Accumulate one policy step for the envs of mask ``m`` [N] (the others are left as they are)."""
         w = m.astype(np.float64)
         self.samples += w
@@ -98,6 +108,8 @@ class MetricSums:
         self.stance += w * stance.sum(axis=1)
         self.slip += w * (slip * stance).sum(axis=1)
         self.action_rate += w * action_rate
+        if body_contact is not None:
+            self.body_contact += w * body_contact
         for name, value in (("qd_ratio", qd_ratio), ("limit_excess", limit_excess), ("tilt", tilt)):
             current = getattr(self, name)
             setattr(self, name, np.where(m, np.maximum(current, value), current))
@@ -109,6 +121,7 @@ class MetricSums:
         out["fell"] = self.fell[index].copy()
         out["fall_time"] = self.fall_time[index].copy()
         out["fall_command"] = self.fall_command[index].copy()
+        out["stuck"] = self.stuck[index].copy()
         return out
 
 
@@ -139,6 +152,8 @@ def scenario_metrics(episodes: list[dict], effort_limit: float) -> dict[str, flo
         "foot_slip": ratio(total("slip"), total("stance")),
         "base_tilt": peak["tilt"],
         "action_rate": ratio(total("action_rate"), samples),
+        "stuck_rate": float(np.mean([bool(e.get("stuck", False)) for e in episodes])) if episodes else nan,
+        "body_contact": ratio(sum(float(e.get("body_contact", 0.0)) for e in episodes), samples),
         "gait_mismatch": nan,  # the gait's measure (:mod:`.gait_analysis`): set by the validation run
     }
 

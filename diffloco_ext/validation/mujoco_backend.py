@@ -2,7 +2,9 @@
 exported from the same robot description, the project's drive model at every MuJoCo step, all envs in one
 ``rollout`` call on several threads) behind the validation's backend protocol (:mod:`.backends`).
 
-``contact_time_constant`` sets every geom's ``solref`` time constant (s; MuJoCo's default 0.02): the registry's
+``terrain`` (a generated terrain) replaces the floor with its height field, and the robot's collision capsules
+collide with it (:mod:`diffloco_ext.sim.mujoco_engine`). ``contact_time_constant`` sets every geom's ``solref`` time
+constant (s; MuJoCo's default 0.02): the registry's
 ``mujoco-soft`` runs at 0.04, a ground twice as soft (a standing ANYmal D's feet sink deeper and it bounces more),
 a check that a policy's gait does not hold on one ground only.
 
@@ -25,7 +27,7 @@ class MujocoBackend:
 
     def __init__(self, robot: RobotDescription, num_envs: int, policy_dt: float = 0.02,
                  steps_per_policy_step: int = 8, friction: float = 1.0, threads: int | None = None,
-                 name: str = "mujoco", contact_time_constant: float | None = None):
+                 name: str = "mujoco", contact_time_constant: float | None = None, terrain=None):
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         self.name = name
@@ -34,7 +36,9 @@ class MujocoBackend:
         self.policy_dt = policy_dt
         self.engine = MujocoEngine(robot, num_envs, policy_dt=policy_dt,
                                    steps_per_policy_step=int(steps_per_policy_step), friction=friction,
-                                   threads=threads, contact_time_constant=contact_time_constant)
+                                   threads=threads, contact_time_constant=contact_time_constant,
+                                   terrain=None if terrain is None else (terrain.heights, terrain.origin_xy,
+                                                                         terrain.cfg.resolution))
         self.substeps, self.threads = self.engine.substeps, self.engine.threads
         self.model, self.models = self.engine.model, self.engine.models
         self._q = np.tile(self.model.qpos0, (num_envs, 1))
@@ -69,14 +73,15 @@ class MujocoBackend:
 
 def make_backend(robot: RobotDescription, num_envs: int, *, policy_dt: float, sim_dt: float, friction: float = 1.0,
                  threads: int | None = None, name: str = "mujoco",
-                 contact_time_constant: float | None = None) -> MujocoBackend:
+                 contact_time_constant: float | None = None, terrain=None) -> MujocoBackend:
     """The registry's factory: ``policy_dt / sim_dt`` MuJoCo steps per policy step (must divide);
-    ``contact_time_constant`` (s): the contacts' ``solref`` time constant (None: MuJoCo's default, 0.02 s)."""
+    ``contact_time_constant`` (s): the contacts' ``solref`` time constant (None: MuJoCo's default, 0.02 s);
+    ``terrain``: a generated terrain as the ground (its height field; the collision capsules then collide too)."""
     substeps = round(policy_dt / sim_dt)
     if substeps < 1 or abs(substeps * sim_dt - policy_dt) > 1e-9:
         raise ValueError(f"policy_dt {policy_dt} s is not a multiple of sim_dt {sim_dt} s")
     return MujocoBackend(robot, num_envs, policy_dt=policy_dt, steps_per_policy_step=substeps, friction=friction,
-                         threads=threads, name=name, contact_time_constant=contact_time_constant)
+                         threads=threads, name=name, contact_time_constant=contact_time_constant, terrain=terrain)
 
 
 def benchmark(num_envs: int = 64, steps: int = 50, threads: tuple[int, ...] = (1, 2), robot: str = "anymal_d"):

@@ -17,6 +17,7 @@ File layout (every key is checked: an unknown key, a wrong type, a missing file 
       figure_scenario: vx_sweep        #   the episode of the joint-trajectory figure, gap table and videos
       gait_min_speed: 0.3              #   m/s: an episode's gait is measured over its steps commanded faster
       gait_min_seconds: 2.0            #   s: episodes with less of them get no gait (gait_analysis.py)
+      terrain_seed: 0                  #   the generated terrain's draws (scenarios with a terrain)
     gates: {lin_vel_error: 0.3, ...}   # thresholds (:data:`.gates.GATES`); measured <= threshold passes
     scenarios:
       - name: vx_sweep                 # required, unique
@@ -36,8 +37,18 @@ File layout (every key is checked: an unknown key, a wrong type, a missing file 
         observation_delay_steps: 0     # the policy sees the robot's state this many policy steps late
         gates: {foot_slip: 0.2, base_tilt: null}  # per-scenario thresholds (null: not gated here)
         plot: true                     # a commanded-vs-measured velocity figure (Fig. 6 style)
+        terrain: {type: pyramid_stairs_inv, difficulty: 0.28}  # on generated terrain (see below)
 
 A scenario without ``commands`` uses the task's random commands.
+
+Terrain: a scenario with ``terrain`` runs its episodes on tiles of the generated terrain (the task's generator, or
+Isaac Lab's rough terrain for a flat task): ``type`` a sub-terrain name of the generator (e.g. ``pyramid_stairs``:
+the robot starts on the top platform and walks down; ``pyramid_stairs_inv``: up; ``hf_pyramid_slope``,
+``hf_pyramid_slope_inv``, ``boxes``, ``random_rough``) or ``mixed`` (the episodes cycle over every column), and
+``difficulty`` in [0, 1]. The run's terrain has one row per difficulty its scenarios name; an episode starts on the
+origin of a tile of its type and difficulty (cycling over the columns of that type), at the tile's height plus the
+task's reset height. In a file, either every scenario has a terrain or none has (MuJoCo's height field ends at the
+terrain's edge: flat-ground episodes run without it).
 """
 
 from __future__ import annotations
@@ -58,7 +69,7 @@ CONFIG_DIR = Path(__file__).resolve().parents[2] / "config" / "validation"
 TOP_KEYS = ("robot", "extends", "inherit_scenarios", "settings", "gates", "scenarios")
 SCENARIO_KEYS = ("name", "description", "episodes", "seeds", "duration_s", "commands", "initial_yaw", "friction",
                  "payload_kg", "stiffness_scale", "damping_scale", "push", "observation_delay_steps", "gates",
-                 "plot")
+                 "plot", "terrain")
 PARAMETER_KEYS = ("friction", "payload_kg", "stiffness_scale", "damping_scale")
 PARAMETER_DEFAULTS = {"friction": 1.0, "payload_kg": 0.0, "stiffness_scale": 1.0, "damping_scale": 1.0}
 
@@ -81,12 +92,22 @@ class Settings:
     figure_scenario: str | None = None
     gait_min_speed: float = 0.3
     gait_min_seconds: float = 2.0
+    terrain_seed: int = 0
 
 
 @dataclass
 class Push:
     interval_s: tuple[float, float]  # s between kicks, uniform
     velocity_xy: float  # m/s: each of the world x, y base velocity changes is U(-v, v)
+
+
+@dataclass(frozen=True)
+class TerrainSpec:
+    """Where a scenario's episodes run on the generated terrain: tiles of sub-terrain ``type`` (or ``"mixed"``: every
+    column) at ``difficulty`` in [0, 1]."""
+
+    type: str
+    difficulty: float
 
 
 @dataclass
@@ -106,6 +127,7 @@ class Scenario:
     observation_delay_steps: int
     gates: dict[str, float | None]  # all scenario gates, merged with the file's
     plot: bool
+    terrain: TerrainSpec | None = None  # on generated terrain, or flat ground (None)
 
     def command_at(self, t: float) -> np.ndarray:
         """The schedule's command (vx, vy, wz) at time ``t`` (s); the last one holds after the schedule."""
@@ -263,6 +285,8 @@ def _resolve(raw: dict, where: str) -> ValidationConfig:
             value = _seeds(value, w)
         elif key in ("episodes", "max_envs"):
             value = _number(value, w, integer=True, positive=True)
+        elif key == "terrain_seed":
+            value = _number(value, w, integer=True, minimum=0)
         elif key == "figure_scenario":
             if value is not None and not isinstance(value, str):
                 raise ScenarioConfigError(f"{w}: must be a scenario name, got {value!r}")
@@ -283,6 +307,11 @@ def _resolve(raw: dict, where: str) -> ValidationConfig:
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise ScenarioConfigError(f"{where}: scenario names must be unique: {duplicates}")
+    on_terrain = [s.name for s in scenarios if s.terrain is not None]
+    if on_terrain and len(on_terrain) != len(scenarios):
+        raise ScenarioConfigError(f"{where}: scenarios {on_terrain} run on terrain and "
+                                  f"{[n for n in names if n not in on_terrain]} on flat ground: either every "
+                                  f"scenario of a file has a terrain or none has")
     if settings.figure_scenario is not None and settings.figure_scenario not in names:
         raise ScenarioConfigError(f"{where}: settings.figure_scenario '{settings.figure_scenario}' is not a "
                                   f"scenario: {names}")
@@ -341,9 +370,21 @@ def _scenario(item, index: int, settings: Settings, gates: dict, where: str) -> 
     plot = item.get("plot", False)
     if not isinstance(plot, bool):
         raise ScenarioConfigError(f"{w}.plot must be true or false, got {plot!r}")
+    terrain = None
+    if item.get("terrain") is not None:
+        t = item["terrain"]
+        if not isinstance(t, dict):
+            raise ScenarioConfigError(f"{w}.terrain must be a mapping {{type: <sub-terrain or mixed>, difficulty: d}}")
+        _keys(t, ("type", "difficulty"), f"{w}.terrain")
+        if not isinstance(t.get("type"), str) or not t["type"]:
+            raise ScenarioConfigError(f"{w}.terrain.type must be a sub-terrain name or 'mixed', got {t.get('type')!r}")
+        difficulty = float(_number(t.get("difficulty"), f"{w}.terrain.difficulty", minimum=0.0))
+        if difficulty > 1.0:
+            raise ScenarioConfigError(f"{w}.terrain.difficulty must be in [0, 1], got {difficulty}")
+        terrain = TerrainSpec(t["type"], difficulty)
     return Scenario(name=name, description=description, episodes=int(episodes), seeds=seeds, duration_s=duration,
                     schedule=schedule, random_commands=random_commands, initial_yaw=yaw, parameters=parameters,
-                    push=push, observation_delay_steps=int(delay), gates=merged, plot=plot)
+                    push=push, observation_delay_steps=int(delay), gates=merged, plot=plot, terrain=terrain)
 
 
 def _pair(value, where: str, positive: bool = False) -> tuple[float, float]:

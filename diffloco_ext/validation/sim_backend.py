@@ -20,14 +20,16 @@ from .backends import EnvParameters
 
 class SimBackend:
     """``num_envs`` robots in the project's simulator with the settings of ``sim_cfg`` (its ``substeps``
-    physics steps of ``dt`` per policy step)."""
+    physics steps of ``dt`` per policy step), on flat ground or ``terrain`` (a generated terrain: its height
+    field)."""
 
     def __init__(self, robot: RobotDescription, num_envs: int, sim_cfg: SimCfg, friction: float = 1.0,
-                 name: str | None = None):
+                 name: str | None = None, terrain=None):
         self.name = name or f"diffloco-{sim_cfg.contact.mode}"
         self.robot = robot
         self.num_envs = num_envs
-        model = sim_cfg.build_model(robot, num_envs, friction=friction)
+        model = sim_cfg.build_model(robot, num_envs, friction=friction,
+                                    terrain=None if terrain is None else terrain.height_field())
         self.bridge = TorchSimulator(Simulator.from_cfg(model, sim_cfg))
         self.policy_dt = sim_cfg.policy_dt
         dtype = self.bridge.dtype
@@ -73,10 +75,10 @@ class SimBackend:
 
 
 def make_backend(robot: RobotDescription, num_envs: int, *, policy_dt: float, sim_dt: float, friction: float = 1.0,
-                 contact: str = "hard", dtype: str = "float64", name: str | None = None) -> SimBackend:
+                 contact: str = "hard", dtype: str = "float64", name: str | None = None, terrain=None) -> SimBackend:
     """The registry's factory: ``policy_dt / sim_dt`` physics steps of ``sim_dt`` per policy step (must divide)."""
     substeps = round(policy_dt / sim_dt)
     if substeps < 1 or abs(substeps * sim_dt - policy_dt) > 1e-9:
         raise ValueError(f"policy_dt {policy_dt} s is not a multiple of sim_dt {sim_dt} s")
     cfg = SimCfg(dt=sim_dt, substeps=substeps, contact=ContactParams(contact), dtype=dtype)
-    return SimBackend(robot, num_envs, cfg, friction=friction, name=name or contact)
+    return SimBackend(robot, num_envs, cfg, friction=friction, name=name or contact, terrain=terrain)

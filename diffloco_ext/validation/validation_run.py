@@ -26,6 +26,7 @@ from .gates import GateResult, check_gates, scenario_metrics, verdict
 from .policy_io import DeployedPolicy, export_mismatch
 from .robot_kinematics import RobotKinematics
 from .scenarios import ValidationConfig
+from .terrain_scenarios import validation_terrain
 
 #: The training simulator's reference run of the figure scenario (not gated): the task's own contact model.
 REFERENCE = "train-sim"
@@ -115,9 +116,10 @@ class Progress:
 
 
 def _run_backend(name: str, backend, task: TaskInterface, policy, config: ValidationConfig, batches,
-                 progress: Progress, record_observations: int, start: float) -> tuple[BackendRun, list[torch.Tensor]]:
+                 progress: Progress, record_observations: int, start: float,
+                 terrain=None) -> tuple[BackendRun, list[torch.Tensor]]:
     num_envs = backend.num_envs
-    kinematics = RobotKinematics(task.robot, num_envs)
+    kinematics = RobotKinematics(task.robot, num_envs, terrain)
     per_scenario: dict[str, list[dict]] = {}
     fall_times: dict[str, list[float]] = {}
     fall_commands: dict[str, list[list[float]]] = {}
@@ -182,8 +184,9 @@ def reference_run(task: TaskInterface, policy, config: ValidationConfig, progres
     spec = [s for s in plan_episodes([scenario]) if s.trace]
 
     start = time.time()
-    backend = SimBackend(task.robot, 1, task.env_cfg.sim, name=REFERENCE)
-    run, _ = _run_backend(REFERENCE, backend, task, policy, config, [spec], progress, 0, start)
+    terrain = validation_terrain([scenario], task.env_cfg, config.settings.terrain_seed)
+    backend = SimBackend(task.robot, 1, task.env_cfg.sim, name=REFERENCE, terrain=terrain)
+    run, _ = _run_backend(REFERENCE, backend, task, policy, config, [spec], progress, 0, start, terrain)
     return run
 
 
@@ -212,6 +215,7 @@ def run_validation(task: TaskInterface, policy: DeployedPolicy, backends: list[s
         raise backend_registry.BackendUnavailable(f"none of the backends {names} can run here: {skipped}")
 
     specs = plan_episodes(config.scenarios)
+    terrain = validation_terrain(config.scenarios, task.env_cfg, config.settings.terrain_seed)
     num_envs = min(config.settings.max_envs, len(specs))
     batches = pack_batches(specs, num_envs)
     steps = sum(batch_steps(b, task.policy_dt) for b in batches)
@@ -229,7 +233,8 @@ def run_validation(task: TaskInterface, policy: DeployedPolicy, backends: list[s
         progress.begin(name)
         start = time.time()
         try:
-            backend = backend_registry.make_backend(name, task.robot, num_envs, policy_dt=task.policy_dt)
+            backend = backend_registry.make_backend(name, task.robot, num_envs, policy_dt=task.policy_dt,
+                                                    terrain=terrain)
         except Exception as err:  # noqa: BLE001 - with `all`, an engine that does not start here is skipped
             if not lenient:
                 raise
@@ -238,7 +243,7 @@ def run_validation(task: TaskInterface, policy: DeployedPolicy, backends: list[s
             total.pop(name)
             continue
         run, obs = _run_backend(name, backend, task, policy, config, batches, progress,
-                                export_observations if not observations else 0, start)
+                                export_observations if not observations else 0, start, terrain)
         observations += obs
         runs[name] = run
         progress.step(0, force=True)

@@ -117,3 +117,13 @@ def test_mujoco_height_field_is_the_same_ground():
                                          -1, geom) for px, py in zip(x, y)])
     np.testing.assert_allclose(hit, terrain.height_at(x, y), atol=2e-6)
     assert np.ptp(hit) > 0.5  # stairs up and pits down: a real relief
+
+
+def test_rows_at_given_difficulties():
+    from diffloco_ext.sim.terrain_generator import generate, rough_terrains_cfg
+
+    terrain = generate(rough_terrains_cfg(num_rows=2, num_cols=6, border_width=1.0, row_difficulties=(0.28, 0.91)))
+    assert terrain.difficulty[:, 0].tolist() == [0.28, 0.91] and (terrain.difficulty[0] == 0.28).all()
+    for bad in ((0.5,), (0.2, 1.5)):
+        with pytest.raises(ValueError, match="row_difficulties"):
+            generate(rough_terrains_cfg(num_rows=2, num_cols=6, row_difficulties=bad))
