@@ -5,7 +5,8 @@ Conventions (the simulator's, :mod:`diffloco_ext.sim.model`; MuJoCo's free joint
 = base position (world, m), base quaternion (w, x, y, z) (base -> world), joint angles (rad); ``u`` [N, 6 + n] =
 base linear velocity of the base frame's origin (world, m/s), base angular velocity (base frame, rad/s), joint
 velocities (rad/s). Joints in the robot description's order (leg by leg), not Isaac Lab's. Tensors are torch
-float64 on the CPU. The ground is the plane z = 0.
+float64 on the CPU. The ground is the plane z = 0, or a generated terrain given to the factory (``terrain``: the
+backends of :data:`.backend_registry.TERRAIN_BACKENDS`, its height field as their ground).
 
 Every backend runs the project's drive model: per joint ``tau = clip(k_p (q* - q) - k_d qd, tau_min(qd),
 tau_max(qd))`` with the DC-motor envelope of ``robot.actuator`` (``tau_max = clip(S (1 - qd / v), 0, E)``,
