@@ -1,6 +1,11 @@
 """The velocity task's tracking targets, measured closed-loop on the deployed policy: 100 episodes of 20 s of uniform
 random commands (``config/validation/anymal_d_random100.yaml``, seed 0) in our hard contact and in MuJoCo, each
-validator against its targets (planar and yaw-rate error, no fall in any episode)."""
+validator against its targets (planar and yaw-rate error, no fall in any episode).
+
+For a policy of the rough interface also the rough-terrain targets (:func:`measure_rough_targets`,
+``config/validation/anymal_d_rough.yaml``): on the mixed terrain at difficulty 0.5 (100 episodes of 20 s of uniform
+commands) planar and yaw-rate error within 0.35 m/s and 0.35 rad/s and at most 2 % falls; up and down stairs of
+10-cm steps and 20-degree slopes (20 episodes each at 0.5 m/s forward) at most 10 % stuck and 2 % falls."""
 
 from __future__ import annotations
 
@@ -16,6 +21,13 @@ TARGET_CONFIG = str(CONFIG_DIR / "anymal_d_random100.yaml")
 VALIDATORS = {"hard": "diffloco hard contact", "mujoco": "MuJoCo"}
 #: per validator: (planar error in m/s, yaw-rate error in rad/s), the means over the episodes' steps; and no fall
 TRACKING_TARGETS = {"diffloco hard contact": (0.25, 0.3), "MuJoCo": (0.3, 0.35)}
+#: The rough-terrain measurement's scenario file, and its targets per scenario: gate -> largest value met.
+ROUGH_TARGET_CONFIG = str(CONFIG_DIR / "anymal_d_rough.yaml")
+ROUGH_TARGETS = {
+    "mixed_random": {"lin_vel_error": 0.35, "ang_vel_error": 0.35, "fall_rate": 0.02},
+    **{name: {"stuck_rate": 0.1, "fall_rate": 0.02} for name in ("stairs_up", "stairs_down", "slope_up",
+                                                                 "slope_down")},
+}
 
 
 class ScenarioStats:
@@ -69,4 +81,21 @@ def measure_targets(task: TaskInterface, policy, out_dir: str, episodes: int | N
                 r["gait"].update(expected=gait["expected"], share_expected=1.0 - gait["mismatch"]
                                  if gait["windows"] else None)
         out[name] = r
+    return out
+
+
+def measure_rough_targets(task: TaskInterface, policy, out_dir: str, printer=print) -> dict:
+    """The rough-terrain measurement (module docstring) in both validators: per validator and scenario the measured
+    values of its targets' gates, the targets and ``met``."""
+    config = load_config(ROUGH_TARGET_CONFIG)
+    run = run_validation(task, policy, list(VALIDATORS), config, out_dir, reference=False, printer=printer)
+    out = {}
+    for backend, result in run.runs.items():
+        per = {}
+        for scenario, targets in ROUGH_TARGETS.items():
+            m = result.metrics[scenario]
+            per[scenario] = {"measured": {g: float(m[g]) for g in targets}, "targets": targets,
+                             "episodes": config.scenario(scenario).episodes,
+                             "met": all(m[g] <= t for g, t in targets.items())}
+        out[VALIDATORS[backend]] = per
     return out

@@ -149,3 +149,27 @@ def test_the_scan_the_policy_reads_is_the_terrains(rough_policy):
     expected = np.clip(q[2].item() - terrain.height_at(x, y) - 0.5, -1, 1)
     np.testing.assert_allclose(obs[48:].numpy(), expected, atol=1e-6)
     assert np.ptp(expected) > 0.02  # the bumps are in the scan
+
+
+def test_rough_targets_of_the_main_job(rough_policy, tmp_path, monkeypatch):
+    """The rough-terrain measurement's shape on a tiny copy of its scenario file (one short episode each)."""
+    from diffloco_ext.validation import tracking_targets
+    from diffloco_ext.validation.closed_loop import TaskInterface
+    from diffloco_ext.validation.policy_io import load_checkpoint
+
+    lines = ["extends: anymal_d_rough", "settings: {warmup_s: 0.0}", "scenarios:"]
+    for s in load_config(ROUGH).scenarios:
+        lines.append(f"  - {{name: {s.name}, episodes: 1, duration_s: 0.2, terrain: {{type: {s.terrain.type}, "
+                     f"difficulty: {s.terrain.difficulty}}}}}")
+    tiny = tmp_path / "rough_tiny.yaml"
+    tiny.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(tracking_targets, "ROUGH_TARGET_CONFIG", str(tiny))
+    task = TaskInterface.from_task(TASK)
+    policy = load_checkpoint(rough_policy, TASK, str(tmp_path / "export"), task.num_obs, task.num_actions)
+    out = tracking_targets.measure_rough_targets(task, policy, str(tmp_path / "out"))
+    assert set(out) == {"diffloco hard contact", "MuJoCo"}
+    for per in out.values():
+        assert set(per) == set(tracking_targets.ROUGH_TARGETS)
+        for scenario, r in per.items():
+            assert set(r["measured"]) == set(tracking_targets.ROUGH_TARGETS[scenario])
+            assert r["met"] == all(r["measured"][g] <= t for g, t in r["targets"].items())
