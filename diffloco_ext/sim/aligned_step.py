@@ -86,10 +86,13 @@ class AlignedSimulator:
         if surrogate == "smoothed" and sim.contact.mode != "smoothed":
             raise ValueError(f"surrogate 'smoothed' differentiates the simulator's smoothed contact; its contact "
                              f"mode is {sim.contact.mode!r}")
-        if engine == "mujoco" and model.terrain is not None and model.terrain.kind != "flat":
-            raise ValueError("the MuJoCo engine has a flat floor at z = 0; this model has a terrain")
+        field = model.terrain.field if model.terrain is not None and model.terrain.kind != "flat" else None
+        if engine == "mujoco" and field is not None and abs(field.step[0] - field.step[1]) > 1e-12:
+            raise ValueError(f"MuJoCo's height field has one grid spacing; this terrain's is {field.step} m")
         if engine == "mujoco" and np.any(model.ground_height.numpy() != 0.0):
-            raise ValueError("the MuJoCo engine has its floor at z = 0; this model's ground_height is not 0")
+            raise ValueError("the MuJoCo engine's ground is at z = 0 (or the terrain's heights); this model's "
+                             "ground_height is not 0")
+        self._field = field
         self.sim = sim
         self.engine_name, self.surrogate_name = engine, surrogate
         self.contact_height = float(contact_height)
@@ -103,9 +106,10 @@ class AlignedSimulator:
             steps = round(sim.policy_dt / engine_dt)
             if steps < 1 or abs(steps * engine_dt - sim.policy_dt) > 1e-9:
                 raise ValueError(f"engine_dt {engine_dt} s does not divide the policy step {sim.policy_dt} s")
+            terrain = None if field is None else (field.node_heights(), tuple(field.origin[:2]), field.step[0])
             self.engine = MujocoEngine(model.robot, model.num_envs, policy_dt=sim.policy_dt,
                                        steps_per_policy_step=steps, threads=threads, max_speed=max_speed,
-                                       max_distance=max_distance)
+                                       max_distance=max_distance, terrain=terrain)
             self._engine_params: dict[str, np.ndarray] | None = None
         else:
             self.engine = SimulatorEngine(model, sim.dt, sim.substeps, "hard")
@@ -148,7 +152,11 @@ class AlignedSimulator:
         """Foot gaps [N, F] (m: sphere bottom above the ground) at ``q`` and the feet within ``contact_height``."""
         pos, _ = foot_kinematics_torch(self.sim, q.detach(), torch.zeros(q.shape[0], self.sim.model.nv,
                                                                           dtype=q.dtype))
-        gap = pos[..., 2] - self._foot_radius - self._ground[:, None]
+        ground = self._ground[:, None]
+        if self._field is not None:  # the terrain's height below each foot (its bilinear surface)
+            xy = pos[..., :2].numpy()
+            ground = ground + torch.as_tensor(self._field.height_at(xy[..., 0], xy[..., 1]), dtype=pos.dtype)
+        gap = pos[..., 2] - self._foot_radius - ground
         return gap, gap <= self.contact_height
 
     def step(self, q: torch.Tensor, u: torch.Tensor, joint_target: torch.Tensor,

@@ -238,15 +238,7 @@ class GeneratedTerrain:
 
     def height_at(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Bilinear height (m) at world points (the simulator's interpolation; clamped to the grid)."""
-        res = self.cfg.resolution
-        nx, ny = self.heights.shape
-        s = np.clip((np.asarray(x, dtype=np.float64) - self.origin_xy[0]) / res, 0.0, nx - 1)
-        t = np.clip((np.asarray(y, dtype=np.float64) - self.origin_xy[1]) / res, 0.0, ny - 1)
-        i, j = np.minimum(np.floor(s).astype(int), nx - 2), np.minimum(np.floor(t).astype(int), ny - 2)
-        fs, ft = s - i, t - j
-        h = self.heights
-        return ((1 - fs) * (1 - ft) * h[i, j] + fs * (1 - ft) * h[i + 1, j] + (1 - fs) * ft * h[i, j + 1]
-                + fs * ft * h[i + 1, j + 1])
+        return self.height_field().height_at(x, y)
 
 
 def column_types(cfg: TerrainGeneratorCfg) -> list[str]:

@@ -4,7 +4,6 @@ on their curriculum tiles, foot heights above the ground under each foot, and gr
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
 
 from diffloco_ext.sim.terrain_generator import PyramidSlopeCfg, rough_terrains_cfg
@@ -143,11 +142,23 @@ def test_registered_rough_task_and_its_play_config():
     assert registry.load_agent_cfg(TASK, "ppo").actor.hidden_dims == [512, 256, 128]
 
 
-def test_the_mujoco_engine_refuses_terrain():
-    cfg = registry.load_cfg(TASK)
-    cfg.num_envs, cfg.sim.engine = 2, "mujoco"
-    cfg.randomization.after_curriculum.adversarial_fraction = 0.0
-    cfg.randomization.after_curriculum.soft_ground_fraction = 0.0
-    with pytest.raises(ValueError, match="terrain"):
-        registry.make_env(TASK, cfg=cfg)
+def test_the_rough_task_on_the_aligned_mujoco_step():
+    """Song et al.'s aligned step on the terrain: MuJoCo stands on the same height field, the states are its own to
+    the bit (a plain engine step on the same arrays), contact states read the ground below each foot."""
+    from diffloco_ext.sim.mujoco_engine import MujocoEngine
 
+    cfg = registry.load_play_cfg(TASK)
+    cfg.num_envs, cfg.sim.engine, cfg.sim.engine_threads = 2, "mujoco", 1
+    env = registry.make_env(TASK, cfg=cfg).unwrapped
+    q, u = env.q.detach().clone(), env.u.detach().clone()
+    actions = 0.1 * torch.ones(2, 12, dtype=env.dtype)
+    env.step(actions)
+    t = env.terrain
+    engine = MujocoEngine(env.robot, 2, threads=1, terrain=(t.heights, t.origin_xy, t.cfg.resolution))
+    engine.set_parameters(friction=env.params["friction"].detach().numpy().reshape(-1))
+    plain = engine.step(q.numpy(), u.numpy(), env.joint_targets(actions).detach().numpy())
+    assert np.array_equal(env.q.detach().numpy(), plain.q)
+    gaps, _ = env.bridge.contact_of(env.q.detach())
+    feet = env.last_output.foot_pos.detach().numpy()
+    expected = feet[..., 2] - env.foot_radius.numpy() - t.height_at(feet[..., 0], feet[..., 1])
+    np.testing.assert_allclose(gaps.numpy(), expected, atol=1e-9)
