@@ -75,13 +75,22 @@ class RunSpec:
 @dataclass
 class MeasureCfg:
     """How checkpoints are measured: the random-command scenario of ``config`` (a validation config file) in
-    ``backend``, ``episodes`` per checkpoint (None: the file's), in ``jobs`` processes."""
+    ``backend``, ``episodes`` per checkpoint (None: the file's), in ``jobs`` processes. A ``backend`` named
+    ``task-<physics>`` measures in the task's own env instead (:mod:`.task_env_measure`: return, the task's metrics,
+    falls; ``episodes`` envs, 16 if None, of at most ``seconds``), e.g. ``task-mujoco`` for a task without velocity
+    commands."""
 
     config: str
     backend: str = "hard"
     episodes: int | None = None
     jobs: int = 1
     scenario: str = "random_commands"
+    seconds: float | None = None
+
+    @property
+    def task_env(self) -> str | None:
+        """The physics of a task-env measurement (``task-<physics>``), else None."""
+        return self.backend[len("task-"):] if self.backend.startswith("task-") else None
 
 
 @dataclass
@@ -202,8 +211,14 @@ class ExperimentRunner:
         if todo:
             m = self.measure_cfg
             self.print(f"[experiment] {spec.name}: measuring {len(todo)} checkpoint(s) in {m.backend}")
-            rows = measure_checkpoint_groups([todo], spec.task, m.config, m.backend, jobs=m.jobs,
-                                             names=[spec.name], episodes=m.episodes)[0]
+            if m.task_env is not None:
+                from .task_env_measure import measure_in_task_env
+
+                rows = [measure_in_task_env(path, spec.task, m.task_env, algo=spec.algo, num_envs=m.episodes or 16,
+                                            seconds=m.seconds) for _, path in todo]
+            else:
+                rows = measure_checkpoint_groups([todo], spec.task, m.config, m.backend, jobs=m.jobs,
+                                                 names=[spec.name], episodes=m.episodes)[0]
             at = progress_at(folder, read_run(folder), [it for it, _ in todo])
             os.makedirs(out_dir, exist_ok=True)
             for k, ((iteration, path), row) in enumerate(zip(todo, rows)):

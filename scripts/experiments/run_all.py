@@ -11,6 +11,9 @@ Experiments (``--only`` picks; the order below is the order they run in):
 * ``contact_models``: Schwarke et al.'s Table 1 on the velocity task: the recipe trained with smoothed, hard and
   soft contact (``env.sim.contact.mode``), three seeds each, the same budget; every policy measured in our hard
   contact (every checkpoint) and MuJoCo (the last).
+* ``contact_models_quadruped``: the same on ``DiffLoco-Quadruped-Forward`` (one process of 128 envs, 300
+  iterations), each checkpoint measured in the task's own env (its return, forward speed, falls over 16 episodes of
+  10 s) in our hard contact, the last in MuJoCo.
 * ``kappa_sweep``: the recipe trained at contact sharpness kappa 30, 100, 300, 1000, 3000 1/m; the last checkpoint in
   hard contact and MuJoCo: the sim-to-sim gap per kappa.
 * ``horizon_sweep``: SHAC with horizons 4 ... 128 policy steps at the main job's sample budget (8.2M samples,
@@ -32,7 +35,8 @@ the files without a simulator.
     .venv/bin/python scripts/experiments/run_all.py --only shac_vs_ppo --report_only --report_dir docs
 
 Full budgets on a 2-core CPU (training, then about 1 min per checkpoint measured per core, ``--jobs 2``):
-shac_vs_ppo 6 runs, ~3.2 h; contact_models 9 runs, ~2.7 h; kappa_sweep 5 runs, ~1.5 h; horizon_sweep 12 runs,
+shac_vs_ppo 6 runs, ~3.2 h; contact_models 9 runs, ~2.7 h; contact_models_quadruped 9 runs, ~35 min; kappa_sweep
+5 runs, ~1.5 h; horizon_sweep 12 runs,
 ~4.5 h; aligned 9 runs, ~4.3 h; gradient_landscapes ~5 min.
 """
 
@@ -81,6 +85,7 @@ class Experiment:
     runs: Callable[[], list[RunSpec]]
     backends: tuple[tuple[str, bool], ...] = (("hard", False),)  # (backend, last checkpoint only)
     ratio: tuple[str, str] | None = None  # (group, group): the second's samples and minutes over the first's
+    curve: str = "lin_vel_error"  # the measured quantity plotted (and, for the tracking error, reached)
     extra: Callable[[ExperimentRunner, list[RunSpec]], dict] | None = None
     script: list[str] = field(default_factory=list)  # an experiment that is a script (no runs)
 
@@ -97,6 +102,12 @@ def _shac_vs_ppo() -> list[RunSpec]:
 def _contact_models() -> list[RunSpec]:
     return [r for mode in ("smoothed", "hard", "soft")
             for r in _seeded(mode, TASK, **SHAC, overrides=(f"env.sim.contact.mode={mode}",))]
+
+
+def _contact_models_quadruped() -> list[RunSpec]:
+    return [r for mode in ("smoothed", "hard", "soft")
+            for r in _seeded(f"quadruped {mode}", "DiffLoco-Quadruped-Forward", algo="shac", num_envs=128,
+                             max_iterations=300, measure_every=50, overrides=(f"env.sim.contact.mode={mode}",))]
 
 
 def _kappa_sweep() -> list[RunSpec]:
@@ -147,6 +158,9 @@ EXPERIMENTS: dict[str, Experiment] = {
     "contact_models": Experiment(
         "Which contact model trains a policy that transfers to hard contact and MuJoCo (paper A, Table 1)?",
         _contact_models, backends=(("hard", False), ("mujoco", True))),
+    "contact_models_quadruped": Experiment(
+        "Does the contact model SHAC trains with change the quadruped's gait and its transfer (paper A, Table 1)?",
+        _contact_models_quadruped, backends=(("task-hard", False), ("task-mujoco", True)), curve="forward_speed"),
     "kappa_sweep": Experiment(
         "Are training and transfer insensitive to the smoothing level kappa?",
         _kappa_sweep, backends=(("hard", False), ("mujoco", True))),
@@ -190,7 +204,7 @@ def _tiny_config(root: str) -> str:
 def report(name: str, exp: Experiment, runners: dict[str, ExperimentRunner], runs: list[RunSpec]) -> dict:
     """The experiment's table (from the measurement files): per backend, each group's first reach of the thresholds
     and its runs' last measured checkpoint; the ratio of two groups; the experiment's extra columns."""
-    out = {"experiment": name, "question": exp.question, "runs": {}, "backends": {}}
+    out = {"experiment": name, "question": exp.question, "curve": exp.curve, "runs": {}, "backends": {}}
     for spec in runs:
         status = runners[exp.backends[0][0]].status(spec)
         out["runs"][spec.name] = {"group": spec.group, "task": spec.task, "algo": spec.algo, "seed": spec.seed,
@@ -199,8 +213,9 @@ def report(name: str, exp: Experiment, runners: dict[str, ExperimentRunner], run
                                   "finished": status.finished}
     for backend, _ in exp.backends:
         rows = {spec.name: (spec.group, runners[backend].rows(spec)) for spec in runs}
-        table = {"reach": group_reach(rows, list(THRESHOLDS)),
-                 "last": {n: r[-1] for n, (_, r) in rows.items() if r}}
+        table = {"last": {n: r[-1] for n, (_, r) in rows.items() if r}}
+        if exp.curve == "lin_vel_error":
+            table["reach"] = group_reach(rows, list(THRESHOLDS))
         if exp.ratio:
             table["ratio_samples"] = reach_ratio(table["reach"], *exp.ratio, key="samples")
             table["ratio_minutes"] = reach_ratio(table["reach"], *exp.ratio, key="training_minutes")
@@ -213,12 +228,15 @@ def report(name: str, exp: Experiment, runners: dict[str, ExperimentRunner], run
 def print_report(rep: dict) -> None:
     print(f"\n## {rep['experiment']}: {rep['question']}")
     for backend, table in rep["backends"].items():
-        print(f"\n{backend}: last measured checkpoint per run (planar m/s, yaw rad/s, falls, action rate)")
+        keys = [k for k in ("lin_vel_error", "ang_vel_error", "return", "forward_speed", "fall_rate", "action_rate")
+                if any(k in row for row in table["last"].values())]
+        print(f"\n{backend}: last measured checkpoint per run ({', '.join(keys)})")
         for run, row in table["last"].items():
             info = rep["runs"][run]
-            print(f"  {run:24s} it {row['iteration']:5d}  {info['training_minutes']:5.1f} min  "
-                  f"{row['lin_vel_error']:.3f}  {row['ang_vel_error']:.3f}  {row['fall_rate']:.2f}  "
-                  f"{row.get('action_rate', float('nan')):.3f}")
+            values = "  ".join(f"{row.get(k, float('nan')):.3f}" for k in keys)
+            print(f"  {run:24s} it {row['iteration']:5d}  {info['training_minutes']:5.1f} min  {values}")
+        if "reach" not in table:
+            continue
         print(f"{backend}: first checkpoint at planar <= t with <= 1 % falls: runs reached / median samples, minutes")
         for group, per in table["reach"].items():
             cells = []
@@ -250,17 +268,20 @@ def plot(rep: dict, runners: dict[str, ExperimentRunner], runs: list[RunSpec], o
         for col, key in enumerate(("samples", "training_minutes")):
             x = [r[key] for r in rows]
             label = spec.group if spec.seed == min(s.seed for s in runs if s.group == spec.group) else None
-            axes[0, col].plot(x, [r["lin_vel_error"] for r in rows], "o-", ms=2, color=colors[spec.group], label=label)
+            axes[0, col].plot(x, [r[rep["curve"]] for r in rows], "o-", ms=2, color=colors[spec.group], label=label)
             axes[1, col].plot(x, [r["fall_rate"] for r in rows], "o-", ms=2, color=colors[spec.group])
-    for t in THRESHOLDS:
-        for ax in axes[0]:
-            ax.axhline(t, color="0.8", lw=0.6, zorder=0)
-    axes[0, 0].set_ylabel("planar error (m/s)")
+    if rep["curve"] == "lin_vel_error":
+        for t in THRESHOLDS:
+            for ax in axes[0]:
+                ax.axhline(t, color="0.8", lw=0.6, zorder=0)
+    axes[0, 0].set_ylabel({"lin_vel_error": "planar error (m/s)", "forward_speed": "forward speed (m/s)"}.get(
+        rep["curve"], rep["curve"]))
     axes[1, 0].set_ylabel("fall rate")
     axes[1, 0].set_xlabel("samples")
     axes[1, 1].set_xlabel("training minutes")
     axes[0, 0].legend(fontsize=8)
-    fig.suptitle(f"{rep['experiment']}: every measured checkpoint, {backend}, 100 uniform-command episodes")
+    what = "100 uniform-command episodes" if rep["curve"] == "lin_vel_error" else "16 episodes in the task's env"
+    fig.suptitle(f"{rep['experiment']}: every measured checkpoint, {backend}, {what}")
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     fig.savefig(out, dpi=110)
@@ -285,7 +306,10 @@ def run_experiment(name: str, args) -> dict | None:
     config = MEASUREMENT
     if args.quick:
         runs, config = quick_runs(runs), _tiny_config(root)
-    runners = {b: ExperimentRunner(root, MeasureCfg(config, backend=b, jobs=args.jobs)) for b, _ in exp.backends}
+    episodes, seconds = (2, 0.5) if args.quick else (None, 10.0)
+    runners = {b: ExperimentRunner(root, MeasureCfg(config, backend=b, jobs=args.jobs,
+                                                    episodes=episodes if b.startswith("task-") else None,
+                                                    seconds=seconds)) for b, _ in exp.backends}
     if not args.report_only:
         first = runners[exp.backends[0][0]]
         for spec in runs:

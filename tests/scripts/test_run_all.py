@@ -11,7 +11,8 @@ from ..script_modules import load_script
 def test_run_all_quick_trains_measures_and_reports_from_the_files(tmp_path):
     run_all = load_script("experiments/run_all")
     root, docs = tmp_path / "exp", tmp_path / "docs"
-    assert run_all.main(["--quick", "--only", "shac_vs_ppo", "kappa_sweep", "horizon_sweep", "--root", str(root),
+    assert run_all.main(["--quick", "--only", "shac_vs_ppo", "kappa_sweep", "horizon_sweep",
+                         "contact_models_quadruped", "--root", str(root),
                          "--report_dir", str(docs), "--jobs", "1"]) == 0
     rep = json.loads((docs / "data" / "shac_vs_ppo.json").read_text())
     assert {r["group"] for r in rep["runs"].values()} == {"SHAC", "PPO"}
@@ -24,6 +25,9 @@ def test_run_all_quick_trains_measures_and_reports_from_the_files(tmp_path):
         == [4, 2]  # two kappas: checkpoints 1 and 2 in hard contact, the last in MuJoCo
     norms = json.loads((docs / "data" / "horizon_sweep.json").read_text())["extra"]  # the actor's gradient norms
     assert set(norms) == {"anymald-h4-s42", "anymald-h8-s42"} and all(e["mean"] > 0 for e in norms.values())
+    quadruped = json.loads((docs / "data" / "contact_models_quadruped.json").read_text())  # in the task's own env
+    last = quadruped["backends"]["task-mujoco"]["last"]
+    assert len(last) == 3 and all({"return", "forward_speed", "fall_rate"} <= set(r) for r in last.values())
     # the tables again from the files, without training or measuring
     (docs / "data" / "shac_vs_ppo.json").unlink()
     assert run_all.main(["--only", "shac_vs_ppo", "--quick", "--root", str(root), "--report_dir", str(docs),

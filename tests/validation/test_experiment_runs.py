@@ -86,3 +86,20 @@ def test_reach_tables_from_rows():
     assert reach["A"]["0.15"]["reached"] == 0 and reach["A"]["0.15"]["samples"] is None
     ratio = reach_ratio(reach, "A", "B")
     assert ratio["0.3"] == {"median": 4e6 / 3.5e5, "min": 4e6 / 4e5, "max": 4e6 / 3e5} and ratio["0.15"] is None
+
+
+def test_a_checkpoint_measured_in_its_task_env_under_each_physics(tmp_path):
+    from diffloco_ext.validation.task_env_measure import measure_in_task_env
+
+    from ..script_modules import load_script
+
+    run = load_script("train").main(["--task", "DiffLoco-Quadruped-Forward", "--num_envs", "2", "--max_iterations",
+                                     "1", "--log_root", str(tmp_path), "agent.num_steps_per_env=2"])
+    results = {p: measure_in_task_env(f"{run}/model_1.pt", "DiffLoco-Quadruped-Forward", p, num_envs=3, seconds=0.3)
+               for p in ("hard", "mujoco")}
+    for physics, r in results.items():
+        assert r["physics"] == physics and r["episodes"] == 3 and 0.0 <= r["fall_rate"] <= 1.0
+        assert {"return", "forward_speed", "action_rate"} <= set(r)
+    assert results["hard"]["forward_speed"] != results["mujoco"]["forward_speed"]  # two physics, one start
+    with pytest.raises(ValueError, match="unknown physics"):
+        measure_in_task_env(f"{run}/model_1.pt", "DiffLoco-Quadruped-Forward", "bullet")
