@@ -288,6 +288,38 @@ def plot(rep: dict, runners: dict[str, ExperimentRunner], runs: list[RunSpec], o
     plt.close(fig)
 
 
+def _horizon(spec: RunSpec) -> int:
+    """The SHAC horizon (policy steps) a run's overrides set."""
+    return int(next(o for o in spec.overrides if o.startswith("agent.num_steps_per_env=")).split("=")[1])
+
+
+def plot_gradient_norms(rep: dict, runs: list[RunSpec], out: str) -> None:
+    """The horizon sweep's gradient figure: per robot, the actor's gradient norm over training (mean, with its
+    standard deviation) against the horizon (policy steps), log-log."""
+    norms = rep.get("extra", {})
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    robots = list(dict.fromkeys(s.task for s in runs))
+    for robot in robots:
+        pts = sorted(((_horizon(s), norms[s.name]) for s in runs if s.task == robot and s.name in norms),
+                     key=lambda p: p[0])
+        if not pts:
+            continue
+        h = [p[0] for p in pts]
+        label = robot.replace("DiffLoco-Velocity-Flat-", "")
+        axes[0].errorbar(h, [p[1]["mean"] for p in pts], yerr=[p[1]["std"] for p in pts], marker="o", capsize=3,
+                         label=label)
+        axes[1].plot(h, [p[1]["log_std"] for p in pts], "o-", label=label)
+    for ax, ylabel in zip(axes, ("actor gradient norm (mean +- std over iterations)", "std of log gradient norm")):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("horizon (policy steps)")
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=8)
+    axes[0].set_yscale("log")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
 def run_experiment(name: str, args) -> dict | None:
     exp = EXPERIMENTS[name]
     root = os.path.join(args.root, name)
@@ -323,6 +355,8 @@ def run_experiment(name: str, args) -> dict | None:
         json.dump(rep, f, indent=1)
     if any(runners[exp.backends[0][0]].rows(s) for s in runs):
         plot(rep, runners, runs, os.path.join(fig_dir, f"{name}.png"))
+    if exp.extra is _gradient_norms and rep.get("extra"):
+        plot_gradient_norms(rep, runs, os.path.join(fig_dir, f"{name}_gradients.png"))
     return rep
 
 

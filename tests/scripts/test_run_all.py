@@ -25,6 +25,7 @@ def test_run_all_quick_trains_measures_and_reports_from_the_files(tmp_path):
         == [4, 2]  # two kappas: checkpoints 1 and 2 in hard contact, the last in MuJoCo
     norms = json.loads((docs / "data" / "horizon_sweep.json").read_text())["extra"]  # the actor's gradient norms
     assert set(norms) == {"anymald-h4-s42", "anymald-h8-s42"} and all(e["mean"] > 0 for e in norms.values())
+    assert (docs / "figures" / "horizon_sweep_gradients.png").is_file()
     quadruped = json.loads((docs / "data" / "contact_models_quadruped.json").read_text())  # in the task's own env
     last = quadruped["backends"]["task-mujoco"]["last"]
     assert len(last) == 3 and all({"return", "forward_speed", "fall_rate"} <= set(r) for r in last.values())
