@@ -10,7 +10,9 @@ Experiments (``--only`` picks; the order below is the order they run in):
   0.12 m/s with at most 1 % falls, and PPO's over SHAC's at each threshold.
 * ``contact_models``: Schwarke et al.'s Table 1 on the velocity task: the recipe trained with smoothed, hard and
   soft contact (``env.sim.contact.mode``), three seeds each, the same budget; every policy measured in our hard
-  contact (every checkpoint) and MuJoCo (the last).
+  contact (every checkpoint) and MuJoCo (the last); and how each gait looks (their Fig. 7): the LF leg's joint
+  angles of each contact model's first-seed policy walking at 0.5 m/s for 4 s in hard contact
+  (``contact_models_joints.png``).
 * ``contact_models_quadruped``: the same on ``DiffLoco-Quadruped-Forward`` (one process of 128 envs, 300
   iterations), each checkpoint measured in the task's own env (its return, forward speed, falls over 16 episodes of
   10 s) in our hard contact, the last in MuJoCo.
@@ -320,6 +322,51 @@ def plot_gradient_norms(rep: dict, runs: list[RunSpec], out: str) -> None:
     plt.close(fig)
 
 
+def plot_joint_traces(runners: dict[str, ExperimentRunner], runs: list[RunSpec], out: str) -> None:
+    """Each group's first run's last checkpoint walking forward at 0.5 m/s for 4 s in hard contact: the LF leg's
+    joint angles (HAA, HFE, KFE; rad) over time, one column per joint, one line per group."""
+    import tempfile
+
+    from diffloco_ext.validation.closed_loop import TaskInterface
+    from diffloco_ext.validation.policy_io import load_checkpoint
+    from diffloco_ext.validation.scenarios import load_config
+    from diffloco_ext.validation.validation_run import run_validation
+
+    first = {}
+    for spec in runs:
+        rows = next(iter(runners.values())).rows(spec)
+        if spec.group not in first and rows:
+            first[spec.group] = (spec, rows[-1]["checkpoint"])
+    if not first:
+        return
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), sharex=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        config_path = os.path.join(tmp, "walk.yaml")
+        with open(config_path, "w") as f:
+            f.write(f"extends: {os.path.join(ROOT, 'config', 'validation', 'anymal_d.yaml')}\n"
+                    "inherit_scenarios: false\nsettings: {seeds: [0], warmup_s: 0.0}\nscenarios:\n"
+                    "  - {name: walk, episodes: 1, initial_yaw: 0.0, commands: {schedule: [[4.0, 0.5, 0.0, 0.0]]}}\n")
+        for group, (spec, checkpoint) in first.items():
+            task = TaskInterface.from_task(spec.task)
+            policy = load_checkpoint(checkpoint, spec.task, os.path.join(tmp, spec.name), task.num_obs,
+                                     task.num_actions)
+            result = run_validation(task, policy, ["hard"], load_config(config_path), reference=False,
+                                    printer=lambda *_: None)
+            trace = result.runs["hard"].traces["walk"]
+            names = list(np.asarray(task.robot.joint_names)[task.to_isaaclab.numpy()])
+            for ax, joint in zip(axes, ("LF_HAA", "LF_HFE", "LF_KFE")):
+                ax.plot(trace["time"], trace["joint_pos"][:, names.index(joint)], label=group)
+                ax.set_title(joint)
+    for ax in axes:
+        ax.set_xlabel("time (s)")
+    axes[0].set_ylabel("joint angle (rad)")
+    axes[0].legend(fontsize=8)
+    fig.suptitle("walking at 0.5 m/s in hard contact, each contact model's policy (first seed, last checkpoint)")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
 def run_experiment(name: str, args) -> dict | None:
     exp = EXPERIMENTS[name]
     root = os.path.join(args.root, name)
@@ -355,6 +402,8 @@ def run_experiment(name: str, args) -> dict | None:
         json.dump(rep, f, indent=1)
     if any(runners[exp.backends[0][0]].rows(s) for s in runs):
         plot(rep, runners, runs, os.path.join(fig_dir, f"{name}.png"))
+    if name == "contact_models":
+        plot_joint_traces(runners, runs, os.path.join(fig_dir, f"{name}_joints.png"))
     if exp.extra is _gradient_norms and rep.get("extra"):
         plot_gradient_norms(rep, runs, os.path.join(fig_dir, f"{name}_gradients.png"))
     return rep
