@@ -51,3 +51,39 @@ def three_steps_through_a_reset_match_finite_differences(env, seed: int):
     entries = [(0, 0, 4), (1, 0, 7), (2, 0, 1), (0, 1, 5), (2, 2, 11), (1, 2, 0)]
     assert check_action_gradients(env, state, actions, grads, entries) >= 4
     return state, actions
+
+
+def only_reward_terms(env, weights: dict[str, float]) -> None:
+    """Set every reward weight of a velocity env to 0 but ``weights`` (no curriculum-dependent weights)."""
+    from diffloco_ext.tasks.velocity.env import REWARD_TERMS
+
+    r = env.cfg.rewards
+    for name in REWARD_TERMS:
+        setattr(r, name, float(weights.get(name, 0.0)))
+    r.after_curriculum, r.weights_curriculum_end, r.weights_after_curriculum = (), {}, {}
+
+
+def one_step_reward_gradients(env, base: torch.Tensor, command=(0.6, 0.0, 0.0), eps: float = 1e-6):
+    """From ``env``'s current state (detached, commanded ``command``): one step's per-env reward [N], its gradient
+    w.r.t. the actions ``base`` [N, n] by backpropagation, and float64 central differences of it (each env's reward
+    w.r.t. its own actions). Returns ``(reward, grad, fd)``."""
+    env.detach_state()
+    state = env.state_dict()
+
+    def reward(actions):
+        env.load_state_dict(state)
+        env.commands.command[:] = torch.tensor(command)
+        return env.step(actions)[1]
+
+    a = base.clone().requires_grad_(True)
+    value = reward(a)
+    (grad,) = torch.autograd.grad(value.sum(), a)
+    fd = torch.zeros_like(base)
+    with torch.no_grad():
+        for e in range(base.shape[0]):
+            for j in range(base.shape[1]):
+                hi, lo = base.clone(), base.clone()
+                hi[e, j] += eps
+                lo[e, j] -= eps
+                fd[e, j] = (reward(hi)[e] - reward(lo)[e]) / (2 * eps)
+    return value.detach(), grad, fd

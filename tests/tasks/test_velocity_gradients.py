@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from diffloco_ext.tasks.velocity.env import REWARD_TERMS
-
-from .finite_differences import three_steps_through_a_reset_match_finite_differences
+from .finite_differences import (
+    one_step_reward_gradients,
+    only_reward_terms,
+    three_steps_through_a_reset_match_finite_differences,
+)
 from .velocity_envs import adversarial_env, exact_env, make_env, return_through
 
 
@@ -106,33 +108,10 @@ def test_contact_force_terms_gradient_through_the_contact_forces_matches_finite_
     env.cfg.grad_clip_relative = None
     for _ in range(30):  # settle onto the feet
         env.step(torch.zeros(2, 12, dtype=torch.float64))
-    r = env.cfg.rewards
-    for name in REWARD_TERMS:
-        setattr(r, name, 0.0)
-    setattr(r, term, 1.0)
-    r.after_curriculum, r.weights_curriculum_end = (), {}
-    r.weights_after_curriculum = {}
+    only_reward_terms(env, {term: 1.0})
     env.commands.command[:] = torch.tensor([0.6, 0.0, 0.0])
     env.episode_length_buf[:] = torch.tensor([7, 22])  # phases with a foot pair in swing
-    env.detach_state()
-    state = env.state_dict()
     base = torch.tensor(np.random.default_rng(4).uniform(-0.2, 0.2, (2, 12)))
-
-    def reward(actions):
-        env.load_state_dict(state)
-        env.commands.command[:] = torch.tensor([0.6, 0.0, 0.0])
-        return env.step(actions)[1]
-
-    a = base.clone().requires_grad_(True)
-    value = reward(a)
+    value, grad, fd = one_step_reward_gradients(env, base)
     assert (value > 1e-4).all()  # feet loaded while the reference lifts them / unequally in a pair (the raw term)
-    (grad,) = torch.autograd.grad(value.sum(), a)
-    eps, fd = 1e-6, torch.zeros_like(base)
-    for e in range(2):
-        for j in range(12):
-            hi, lo = base.clone(), base.clone()
-            hi[e, j] += eps
-            lo[e, j] -= eps
-            with torch.no_grad():
-                fd[e, j] = (reward(hi)[e] - reward(lo)[e]) / (2 * eps)
     torch.testing.assert_close(grad, fd, rtol=1e-4, atol=1e-7)

@@ -8,9 +8,11 @@ import torch
 
 from diffloco_ext.sim.terrain_generator import PyramidSlopeCfg, rough_terrains_cfg
 from diffloco_ext.tasks import registry
-from diffloco_ext.tasks.velocity.env import REWARD_TERMS, VelocityEnv
+from diffloco_ext.tasks.velocity.env import VelocityEnv
 from diffloco_ext.tasks.velocity.env_cfg import TerrainCfg, VelocityEnvCfg
 from diffloco_ext.tasks.velocity.height_scan import scan_points, yaw_of
+
+from .finite_differences import one_step_reward_gradients, only_reward_terms
 
 TASK = "DiffLoco-Velocity-Rough-AnymalD"
 
@@ -104,31 +106,10 @@ def test_reward_gradient_through_the_height_field_matches_finite_differences():
     with torch.no_grad():
         for _ in range(15):  # settle onto the slope
             env.step(torch.zeros(2, 12, dtype=torch.float64))
-    r = env.cfg.rewards
-    for name in REWARD_TERMS:
-        setattr(r, name, 0.0)
-    r.foot_height_reference, r.base_height, r.after_curriculum, r.weights_curriculum_end = 1.0, -50.0, (), {}
-    r.weights_after_curriculum = {}
+    only_reward_terms(env, {"foot_height_reference": 1.0, "base_height": -50.0})
     env.episode_length_buf[:] = torch.tensor([7, 22])
-    env.detach_state()
-    state = env.state_dict()
     base = torch.tensor(np.random.default_rng(5).uniform(-0.2, 0.2, (2, 12)))
-
-    def reward(actions):
-        env.load_state_dict(state)
-        env.commands.command[:] = torch.tensor([0.6, 0.0, 0.0])
-        return env.step(actions)[1]
-
-    a = base.clone().requires_grad_(True)
-    (grad,) = torch.autograd.grad(reward(a).sum(), a)
-    eps, fd = 1e-6, torch.zeros_like(base)
-    for e in range(2):
-        for j in range(12):
-            hi, lo = base.clone(), base.clone()
-            hi[e, j] += eps
-            lo[e, j] -= eps
-            with torch.no_grad():
-                fd[e, j] = (reward(hi)[e] - reward(lo)[e]) / (2 * eps)
+    _, grad, fd = one_step_reward_gradients(env, base)
     assert grad.abs().max() > 1e-5  # (the reward is per policy step: x 0.02 s)
     torch.testing.assert_close(grad, fd, rtol=1e-4, atol=1e-9)
 
