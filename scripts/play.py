@@ -105,7 +105,8 @@ def main(argv: list[str] | None = None) -> dict:
     if args.video:
         from diffloco_ext.validation.render import render_states, write_mp4
 
-        video = write_mp4(render_states(env.robot, np.stack(qs)), os.path.join(run_dir, "videos", "play.mp4"),
+        video = write_mp4(render_states(env.robot, np.stack(qs), terrain=getattr(env.unwrapped, "terrain", None)),
+                          os.path.join(run_dir, "videos", "play.mp4"),
                           fps=1.0 / env.step_dt)
         print(f"[diffloco] video: {video}", flush=True)
         result["video"] = video

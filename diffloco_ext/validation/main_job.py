@@ -247,8 +247,8 @@ def plots_and_video(cfg: MainJobCfg, log_dir: str, env, policy, results: dict) -
     if not cfg.no_video:
         from .render import render_states, write_mp4
 
-        video = write_mp4(render_states(env.robot, qs), os.path.join(log_dir, "videos", "walk.mp4"),
-                          fps=1 / env.step_dt)
+        video = write_mp4(render_states(env.robot, qs, terrain=getattr(env, "terrain", None)),
+                          os.path.join(log_dir, "videos", "walk.mp4"), fps=1 / env.step_dt)
     return plots, video, training_final
 
 

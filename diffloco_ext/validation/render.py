@@ -35,14 +35,16 @@ def _gl_context(width: int, height: int):
 
 
 def render_states(robot, qs: np.ndarray, width: int = 640, height: int = 360, distance: float = 2.5,
-                  elevation: float = -20.0, azimuth: float = 135.0, shadows: bool = True) -> np.ndarray:
+                  elevation: float = -20.0, azimuth: float = 135.0, shadows: bool = True, terrain=None) -> np.ndarray:
     """RGB frames [T, height, width, 3] (uint8) of the states ``qs`` [T, nq] (``shadows``: shadows and the
-    floor's reflection, which cost most of a frame on a software renderer)."""
+    floor's reflection, which cost most of a frame on a software renderer) on flat ground or on ``terrain`` (a
+    generated terrain: its height field, shaded by the checker material)."""
     import mujoco
 
     from ..assets.mjcf_exporter import to_mjspec
 
-    spec = to_mjspec(robot, actuators="none", visuals=True)
+    field = None if terrain is None else (terrain.heights, terrain.origin_xy, terrain.cfg.resolution)
+    spec = to_mjspec(robot, field, actuators="none", visuals=True)
     spec.worldbody.add_light(pos=[0, 0, 3], dir=[0, 0, -1], diffuse=[0.8, 0.8, 0.8])
     texture = spec.add_texture(name="grid", type=mujoco.mjtTexture.mjTEXTURE_2D,
                                builtin=mujoco.mjtBuiltin.mjBUILTIN_CHECKER, rgb1=[0.45, 0.5, 0.55],
@@ -53,7 +55,12 @@ def render_states(robot, qs: np.ndarray, width: int = 640, height: int = 360, di
         if geom.name == "floor":
             geom.material = "grid"
             geom.size = [50, 50, 0.05]
+        if geom.name == "terrain":
+            geom.material = "grid"
     model = spec.compile()
+    if terrain is not None:  # the scene's light sits above the world origin: the camera's light shows the tiles
+        model.vis.headlight.diffuse[:] = 0.6
+        model.vis.headlight.ambient[:] = 0.3
     model.vis.global_.offwidth = max(model.vis.global_.offwidth, width)
     model.vis.global_.offheight = max(model.vis.global_.offheight, height)
     data = mujoco.MjData(model)
@@ -75,7 +82,7 @@ def render_states(robot, qs: np.ndarray, width: int = 640, height: int = 360, di
         for t, q in enumerate(qs):
             data.qpos[:] = q
             mujoco.mj_forward(model, data)
-            camera.lookat[:] = [q[0], q[1], 0.4]
+            camera.lookat[:] = [q[0], q[1], 0.4 if terrain is None else q[2] - 0.15]
             mujoco.mjv_updateScene(model, data, option, None, camera, mujoco.mjtCatBit.mjCAT_ALL, scene)
             mujoco.mjr_render(viewport, scene, mjr)
             mujoco.mjr_readPixels(frames[t], None, viewport, mjr)

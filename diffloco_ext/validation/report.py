@@ -266,12 +266,15 @@ def write_report(result, task, config, out_dir: str, video: bool = False, printe
 
     if video:
         from .render import render_states, write_mp4
+        from .terrain_scenarios import validation_terrain
+
+        terrain = validation_terrain(config.scenarios, task.env_cfg, config.settings.terrain_seed)
 
         os.makedirs(os.path.join(out_dir, "videos"), exist_ok=True)
         for name, tr in fig_traces.items():
             try:
                 # every 4th policy step (12.5 fps), no shadows: ~0.15 s a frame on a software renderer
-                frames = render_states(robot, tr["q"][::VIDEO_STRIDE], shadows=False)
+                frames = render_states(robot, tr["q"][::VIDEO_STRIDE], shadows=False, terrain=terrain)
                 videos.append(write_mp4(frames, os.path.join(out_dir, "videos", f"{name}_{figure}.mp4"),
                                         fps=1.0 / (VIDEO_STRIDE * task.policy_dt)))
             except RuntimeError as err:
