@@ -111,6 +111,23 @@ def figure(entries: list[dict], patterns: list[dict], path: str, window_s: float
     return path
 
 
+def seed_of(run: str):
+    """The seed the run trained with (its ``params/env.yaml``), or None."""
+    from diffloco_ext.learning.checkpoint import read_params_yaml
+
+    path = os.path.join(run, "params", "env.yaml")
+    return read_params_yaml(path).get("seed") if os.path.isfile(path) else None
+
+
+def expected_gait(task: str) -> str | None:
+    """The gait class of the task's foot-height reference."""
+    from diffloco_ext.tasks import registry
+    from diffloco_ext.validation.gait_analysis import classify_offsets
+
+    name, _ = classify_offsets(registry.load_cfg(task).gait.phase_offsets)
+    return None if name == "irregular" else name
+
+
 def episode_offsets(run: str, validator: str) -> list:
     """Each measured episode's phase offsets in the tracking measurement's report (``validation/random100``)."""
     backend = {"diffloco hard contact": "hard", "MuJoCo": "mujoco"}[validator]
@@ -129,28 +146,35 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--patterns", default=PATTERN_CONFIG, help="the scenario file of the contact patterns")
     parser.add_argument("--out", default=None, help="write the measurements as JSON")
     parser.add_argument("--figure", default=None, help="write the contact-pattern figure (PNG)")
+    parser.add_argument("--more_runs", nargs="*", default=[], help="more run folders (e.g. other seeds) for the "
+                        "table and the JSON, not the figure")
     args = parser.parse_args(argv)
     entries, patterns = [], []
-    for run in args.runs:
+    for k, run in enumerate([*args.runs, *args.more_runs]):
         entry = read_run(run)
         for name in entry["validators"]:
             entry["validators"][name]["episode_offsets"] = episode_offsets(run, name)
-        pattern = walk_patterns(entry, args.patterns)
-        entry["gait_name"] = pattern["expected"] or "custom"
-        entry["forward_walk"] = {k: pattern["gait"].get(k) for k in ("share", "stride_frequency", "duty",
-                                                                      "phase_offsets")}
+        entry["seed"] = seed_of(run)
+        if k < len(args.runs):  # the figure's runs: their forward walk too
+            pattern = walk_patterns(entry, args.patterns)
+            entry["gait_name"] = pattern["expected"] or "custom"
+            entry["forward_walk"] = {k: pattern["gait"].get(k) for k in ("share", "stride_frequency", "duty",
+                                                                          "phase_offsets")}
+            patterns.append(pattern)
+        else:
+            entry["gait_name"] = expected_gait(entry["task"]) or "custom"
         entries.append(entry)
-        patterns.append(pattern)
-    print("| gait | task | training (min) | validator | planar error (m/s) | yaw error (rad/s) | falls | "
+    print("| gait | task | seed | training (min) | validator | planar error (m/s) | yaw error (rad/s) | falls | "
           "moving episodes | own gait | other classes | stride (Hz) | duty (mean) |")
-    print("|---|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|")
+    print("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---|---:|---:|")
     for e in entries:
         for name, v in e["validators"].items():
             share = v["share"] or {}
             others = ", ".join(f"{c} {share[c]:.0%}" for c in CLASSES if share.get(c) and c != e["gait_name"])
             own = v["share_expected"]
             duty = np.nanmean([d for d in (v["duty"] or []) if d is not None]) if v["duty"] else float("nan")
-            print(f"| {e['gait_name']} | `{e['task']}` | {e['train_minutes'] or float('nan'):.1f} | {name} | "
+            print(f"| {e['gait_name']} | `{e['task']}` | {e['seed']} | {e['train_minutes'] or float('nan'):.1f} | "
+                  f"{name} | "
                   f"{v['lin_vel_xy_error']:.3f} | {v['ang_vel_z_error']:.3f} | {v['falls']}/{v['episodes']} | "
                   f"{v['gait_episodes']} | {'n/a' if own is None else f'{own:.0%}'} | {others or '-'} | "
                   f"{v['stride_frequency'] or float('nan'):.2f} | {duty:.2f} |")
@@ -160,7 +184,7 @@ def main(argv: list[str] | None = None) -> dict:
         with open(args.out, "w") as f:
             json.dump(out, f, indent=1)
     if args.figure:
-        print(f"figure: {figure(entries, patterns, args.figure)}")
+        print(f"figure: {figure(entries[:len(args.runs)], patterns, args.figure)}")
     return out
 
 

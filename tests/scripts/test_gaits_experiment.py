@@ -31,5 +31,8 @@ def test_gaits_experiment_on_a_standing_policy(tmp_path, capsys):
     assert out.exists() and (tmp_path / "gaits.png").stat().st_size > 0
     printed = capsys.readouterr().out
     assert "| pace |" in printed and "0%" in printed
+    # another seed's run for the table only: no forward walk, its gait from the task
+    more = load_script("experiments/gaits").main(["--runs", str(run), "--more_runs", str(run)])
+    assert len(more["runs"]) == 2 and more["runs"][1]["gait_name"] == "pace" and "forward_walk" not in more["runs"][1]
     with pytest.raises(FileNotFoundError, match="main_job_summary.json"):
         load_script("experiments/gaits").main(["--runs", str(tmp_path)])
