@@ -12,7 +12,11 @@ from diffloco_ext.tasks.velocity.env import VelocityEnv
 from diffloco_ext.tasks.velocity.env_cfg import TerrainCfg, VelocityEnvCfg
 from diffloco_ext.tasks.velocity.height_scan import scan_points, yaw_of
 
-from .finite_differences import one_step_reward_gradients, only_reward_terms
+from .finite_differences import (
+    one_step_reward_gradients,
+    only_reward_terms,
+    three_steps_through_a_reset_match_finite_differences,
+)
 
 TASK = "DiffLoco-Velocity-Rough-AnymalD"
 
@@ -112,6 +116,20 @@ def test_reward_gradient_through_the_height_field_matches_finite_differences():
     _, grad, fd = one_step_reward_gradients(env, base)
     assert grad.abs().max() > 1e-5  # (the reward is per policy step: x 0.02 s)
     torch.testing.assert_close(grad, fd, rtol=1e-4, atol=1e-9)
+
+
+def test_three_steps_with_the_scan_through_a_reset_match_finite_differences():
+    """Every reward term and the 235 observations (the scan differentiable in the base pose over the height field),
+    three policy steps with a reset on the terrain in between: float64 central differences."""
+    env = rough_env(num_envs=3, sub_terrains={"slope": PyramidSlopeCfg(proportion=1.0)}, difficulty_range=(0.5, 0.6))
+    env.cfg.grad_clip_relative = None
+    env.q = _off_the_platform(env)
+    with torch.no_grad():
+        for _ in range(10):
+            env.step(torch.zeros(3, 12, dtype=torch.float64))
+    env.detach_state()
+    assert env.get_observations()["policy"][:, 48:].std() > 0.05  # the slope is in the scan
+    three_steps_through_a_reset_match_finite_differences(env, seed=2)
 
 
 def test_registered_rough_task_and_its_play_config():

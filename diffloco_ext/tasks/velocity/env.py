@@ -154,7 +154,7 @@ class VelocityEnv(LocomotionEnv):
 
     def height_scan(self) -> torch.Tensor:
         """[N, 187] Isaac Lab's height scan of the current state (no noise, no clip; :mod:`.height_scan`)."""
-        return height_scan(self.q[:, :3], self.q[:, 3:7], lambda x, y: self.ground_below(x, y), self.scan_points)
+        return height_scan(self.q[:, :3], self.q[:, 3:7], self.ground_below, self.scan_points)
 
     # ---- observations ------------------------------------------------------------------------------------------
     def _observations(self) -> TensorDict:
@@ -177,12 +177,10 @@ class VelocityEnv(LocomotionEnv):
             scale = torch.cat([torch.full((size,), widths.get(name, 0.0), dtype=self.dtype, device=self.device)
                                for name, size in terms])
             policy = policy + self.uniform(-1.0, 1.0, *clean.shape) * scale
-        if scan is not None:  # Isaac Lab's clip of the scan, after its noise
-            start = sum(size for name, size in terms[:terms.index(("height_scan", 187))])
-            policy = torch.cat([policy[:, :start], policy[:, start:start + 187].clamp(-SCAN_CLIP, SCAN_CLIP),
-                                policy[:, start + 187:]], dim=1)
-            clean = torch.cat([clean[:, :start], clean[:, start:start + 187].clamp(-SCAN_CLIP, SCAN_CLIP),
-                               clean[:, start + 187:]], dim=1)
+        if scan is not None:  # Isaac Lab's clip of the scan (after its noise), only there
+            bound = torch.cat([torch.full((size,), SCAN_CLIP if name == "height_scan" else math.inf, dtype=self.dtype,
+                                          device=self.device) for name, size in terms])
+            policy, clean = policy.clamp(-bound, bound), clean.clamp(-bound, bound)
         groups = {"policy": policy}
         if self.cfg.privileged_critic:
             privileged = torch.cat([self.contact_state.to(self.dtype), self.foot_height,
