@@ -79,14 +79,15 @@ class HeightField:
         """The surface's height (m) at world points ``x``, ``y`` (numpy, m): bilinear within a cell, clamped to the
         field's edge outside it (the kernels' lookup, in numpy)."""
         dx, dy = self.step
-        h = self.node_heights()
+        h = np.asarray(self.heights, dtype=np.float64)  # no copy of a float64 field: this runs every policy step
+        z = float(self.origin[2]) if len(self.origin) == 3 else 0.0
         nx, ny = h.shape
         s = np.clip((np.asarray(x, dtype=np.float64) - self.origin[0]) / dx, 0.0, nx - 1)
         t = np.clip((np.asarray(y, dtype=np.float64) - self.origin[1]) / dy, 0.0, ny - 1)
         i, j = np.minimum(np.floor(s).astype(int), nx - 2), np.minimum(np.floor(t).astype(int), ny - 2)
         fs, ft = s - i, t - j
         return ((1 - fs) * (1 - ft) * h[i, j] + fs * (1 - ft) * h[i + 1, j] + (1 - fs) * ft * h[i, j + 1]
-                + fs * ft * h[i + 1, j + 1])
+                + fs * ft * h[i + 1, j + 1]) + z
 
     @staticmethod
     def from_function(fn, x_range: tuple[float, float], y_range: tuple[float, float], spacing: float):

@@ -233,8 +233,11 @@ class GeneratedTerrain:
     difficulty: np.ndarray
 
     def height_field(self) -> HeightField:
-        """The simulator's :class:`~.terrain.HeightField` of these heights."""
-        return HeightField(self.heights, self.cfg.resolution, self.origin_xy)
+        """The simulator's :class:`~.terrain.HeightField` of these heights (made once: it checks the whole grid)."""
+        field = self.__dict__.get("_field")
+        if field is None:
+            field = self.__dict__["_field"] = HeightField(self.heights, self.cfg.resolution, self.origin_xy)
+        return field
 
     def height_at(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Bilinear height (m) at world points (the simulator's interpolation; clamped to the grid)."""

@@ -155,3 +155,11 @@ def test_hard_contact_gradient_standing_on_a_height_field(standing_on_bumps, wrt
     weights[4] *= 1e-3
     tensor = {"q0": q, "u0": u, "joint_target": targets}[wrt]
     check_gradient(bridge, (q, u, targets), f"heightfield-hard/{wrt}", tensor, weights, 4, rng, count=8)
+
+
+def test_height_at_is_the_bilinear_surface_with_the_origins_offset():
+    heights = np.array([[0.0, 0.2, 0.4], [0.1, 0.3, 0.9]])
+    field = HeightField(heights, (0.5, 0.25), (1.0, -1.0, 0.05))
+    xs, ys = np.array([1.0, 1.5, 1.25, 1.5, 9.0]), np.array([-1.0, -0.75, -0.875, -0.5, -0.5])
+    expected = np.array([0.0, 0.3, 0.15, 0.9, 0.9]) + 0.05  # nodes, a cell's centre, the clamped edge
+    np.testing.assert_allclose(field.height_at(xs, ys), expected, atol=1e-12)
