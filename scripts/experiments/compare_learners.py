@@ -47,7 +47,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from diffloco_ext.learning.run_history import chain_checkpoints, logged_step, read_run  # noqa: E402
+from diffloco_ext.learning.run_history import chain_checkpoints, progress_at, read_run  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository
 CURVES = (("Train/mean_reward", "mean episode return"), ("Metrics/lin_vel_xy_error", "|v_xy* - v_xy| (m/s)"),
@@ -75,15 +75,6 @@ def closed_loop(run_dirs: list[str], task: str, config_path: str, backend: str =
             raise FileNotFoundError(f"{run_dir}: no model_<iteration>.pt checkpoints")
     return measure_checkpoint_groups(groups, task, config_path, backend, jobs=jobs,
                                      names=[os.path.basename(r) for r in run_dirs])
-
-
-def _at_iterations(data: dict, steps: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Samples and wall-clock minutes at the end of each logged iteration in ``steps``."""
-    its, cum = data["samples"][:, 0], data["samples"][:, 1]
-    wall = data["Perf/total_fps"]
-    samples = np.interp(steps, its, cum)
-    minutes = np.interp(steps, wall[:, 0], wall[:, 2]) / 60.0
-    return samples, minutes
 
 
 def report_reach(curves: dict[str, dict], thresholds: list[float], yaw: float | None, falls: float) -> dict:
@@ -261,8 +252,8 @@ def main(argv: list[str] | None = None) -> int:
         measured = closed_loop(args.runs, args.task, args.closed_loop_config, backend=args.closed_loop_backend,
                                jobs=args.jobs, every=args.closed_loop_every)
         for (label, data), run_dir, rows in zip(runs.items(), args.runs, measured):
-            samples, minutes = _at_iterations(data, [logged_step(run_dir, r["iteration"]) for r in rows])
-            curves[label] = {"rows": rows, "samples": samples, "minutes": minutes}
+            at = progress_at(run_dir, data, [r["iteration"] for r in rows])
+            curves[label] = {"rows": rows, "samples": at["samples"], "minutes": at["wall_minutes"]}
         stem, ext = os.path.splitext(args.out)
         plot_closed_loop(curves, f"{stem}_closed_loop{ext}", args.closed_loop_backend)
         summary = report_closed_loop(curves)
